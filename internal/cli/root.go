@@ -1,0 +1,240 @@
+// Package cli wires astra's commands. Commands stay thin: parse flags, call
+// a package, print.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+)
+
+// Exit codes (the brief's contract).
+const (
+	ExitOK        = 0
+	ExitFailed    = 1 // some task failed; recorded in the ledger
+	ExitUsage     = 2 // usage or configuration error; nothing ran
+	ExitInfra     = 3 // git or GitHub error after retries
+	exitInterrupt = 130
+)
+
+// version is set by -ldflags "-X github.com/astra-gitops/astra/internal/cli.version=v1.2.3".
+var version = ""
+
+// exitError carries an exit code up to Execute.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// usageErrorf is for bad input: exit 2, nothing ran.
+func usageErrorf(format string, args ...any) error {
+	return withCode(ExitUsage, fmt.Errorf(format, args...))
+}
+
+// silent marks an error already reported to the user (exit code only).
+var errSilent = errors.New("")
+
+// app is the state shared by commands of one invocation.
+type app struct {
+	v      *viper.Viper
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+// Execute runs astra with args and returns the process exit code.
+func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	a := &app{v: viper.New(), stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitUsage // cobra's own errors are flag and argument mistakes
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	if ctx.Err() != nil && code != ExitUsage {
+		code = exitInterrupt
+	}
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintln(stderr, "astra: "+strings.ReplaceAll(msg, "\n", "\n  "))
+	}
+	return code
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "astra",
+		Short: "GitOps batch runner for autonomous work",
+		Long: `astra runs the schedules in schedules/ under the policies in policies/,
+keeps all state in a hash-chained ledger under var/ committed to the same
+repository, and turns approvals into pull requests.
+
+Run it from CI cron with 'astra run-due'; run 'astra run-due --dry-run'
+locally to see what the next run would do.
+
+Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
+` + settingsHelp(),
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		Version:           buildVersion(),
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.loadSettings(cmd) },
+	}
+	f := root.PersistentFlags()
+	f.String("repo", "", "repository root (default: the git top-level of the working directory)")
+	f.String("config", "", "settings file (default: <repo>/.astra.yaml when present)")
+	f.Bool("json", false, "print machine-readable JSON")
+	f.BoolP("verbose", "v", false, "print more detail")
+	f.String("now", "", "pretend the current time is this RFC3339 instant (what-if runs and tests)")
+	for _, name := range []string{"repo", "config", "json", "verbose", "now"} {
+		_ = a.v.BindPFlag(name, f.Lookup(name))
+	}
+	root.AddCommand(
+		a.versionCmd(),
+		a.validateCmd(),
+		a.schedulesCmd(),
+	)
+	return root
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+func (a *app) versionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the astra version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if a.json() {
+				return a.printJSON(map[string]string{"version": buildVersion()})
+			}
+			fmt.Fprintln(a.stdout, "astra", buildVersion())
+			return nil
+		},
+	}
+}
+
+// loadSettings layers flags over ASTRA_* env over .astra.yaml over defaults.
+func (a *app) loadSettings(cmd *cobra.Command) error {
+	v := a.v
+	v.SetEnvPrefix("ASTRA")
+	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
+	for _, k := range settingKeys() {
+		_ = v.BindEnv(k)
+	}
+	for _, k := range []string{"repo", "config", "json", "verbose", "now"} {
+		_ = v.BindEnv(k)
+	}
+	setDefaults(v)
+	repo := v.GetString("repo")
+	if repo == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		repo = gitTopLevel(wd)
+	}
+	abs, err := filepath.Abs(repo)
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return usageErrorf("--repo %s is not a directory", repo)
+	}
+	v.Set("repo", abs)
+	cfgFile := v.GetString("config")
+	explicit := cfgFile != ""
+	if !explicit {
+		cfgFile = filepath.Join(abs, ".astra.yaml")
+	}
+	if _, err := os.Stat(cfgFile); err == nil {
+		v.SetConfigFile(cfgFile)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return usageErrorf("%s: %v", cfgFile, err)
+		}
+		if err := checkSettingKeys(v, cfgFile); err != nil {
+			return err
+		}
+	} else if explicit {
+		return usageErrorf("--config %s: %v", cfgFile, err)
+	}
+	if now := v.GetString("now"); now != "" {
+		if _, err := time.Parse(time.RFC3339, now); err != nil {
+			return usageErrorf("--now %q is not an RFC3339 time such as 2026-11-22T09:00:00Z", now)
+		}
+	}
+	return nil
+}
+
+// gitTopLevel walks up from dir to the directory holding .git; without one
+// it returns dir, so astra also works on a plain directory.
+func gitTopLevel(dir string) string {
+	for d := dir; ; {
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return dir
+		}
+		d = parent
+	}
+}
+
+func (a *app) repo() string { return a.v.GetString("repo") }
+func (a *app) json() bool   { return a.v.GetBool("json") }
+
+func (a *app) verbose() bool { return a.v.GetBool("verbose") }
+
+// now is --now, or the wall clock, in UTC.
+func (a *app) now() time.Time {
+	if s := a.v.GetString("now"); s != "" {
+		t, _ := time.Parse(time.RFC3339, s) // checked in loadSettings
+		return t.UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (a *app) inGitHubActions() bool { return a.getenv("GITHUB_ACTIONS") == "true" }
+
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/viper"
+)
+
+// settings are the keys .astra.yaml may hold; each is also read from
+// ASTRA_<KEY> with dots as underscores (ledger.segment_size ->
+// ASTRA_LEDGER_SEGMENT_SIZE). Flags win over env, env over the file.
+var settings = []struct {
+	key, doc string
+	def      any
+}{
+	{"ledger.segment_size", "bytes at which a ledger month rolls over to a new segment file", 4 << 20},
+	{"ledger.output_tail", "bytes of each tool's output kept (redacted) in the ledger", 1024},
+}
+
+func settingKeys() []string {
+	keys := make([]string, len(settings))
+	for i, s := range settings {
+		keys[i] = s.key
+	}
+	return keys
+}
+
+func setDefaults(v *viper.Viper) {
+	for _, s := range settings {
+		v.SetDefault(s.key, s.def)
+	}
+}
+
+// checkSettingKeys catches typos in .astra.yaml, which viper would ignore.
+func checkSettingKeys(v *viper.Viper, file string) error {
+	known := settingKeys()
+	var bad []string
+	for _, k := range v.AllKeys() {
+		if !slices.Contains(known, k) && !slices.Contains([]string{"repo", "config", "json", "verbose", "now"}, k) {
+			bad = append(bad, k)
+		}
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return usageErrorf("%s: unknown setting(s) %s; known settings: %s", file, strings.Join(bad, ", "), strings.Join(known, ", "))
+	}
+	return nil
+}
+
+// settingsHelp documents the settings for `astra --help`-style listings.
+func settingsHelp() string {
+	var b strings.Builder
+	for _, s := range settings {
+		fmt.Fprintf(&b, "  %-24s %s (default %v)\n", s.key, s.doc, s.def)
+	}
+	return b.String()
+}

@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/astra-gitops/astra/internal/config"
+	"github.com/astra-gitops/astra/internal/diag"
+	"github.com/astra-gitops/astra/internal/model"
+)
+
+func (a *app) validateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate",
+		Short: "Check schedules/ and policies/ and report every problem",
+		Long: `validate reads schedules/**/*.yaml and policies/*.yaml and checks types,
+unknown keys, duplicate ids, cron expressions and time zones, references
+(tools, actors, chain targets, approver roles), actor scopes against tool
+capabilities, and tier consistency. Every problem names file:line:col.
+Exit status 2 when there is any error.`,
+		Example: `  astra validate
+  astra validate --json
+  GITHUB_ACTIONS=true astra validate   # also prints ::error annotations`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, diags, err := config.Load(a.repo())
+			if err != nil {
+				return withCode(ExitUsage, err)
+			}
+			if a.json() {
+				if err := a.printJSON(validateJSON(cfg, diags)); err != nil {
+					return err
+				}
+			} else {
+				for _, d := range diags {
+					fmt.Fprintln(a.stdout, d)
+				}
+				fmt.Fprintf(a.stdout, "%d schedules, %d tools, %d actors: %d errors, %d warnings\n",
+					len(cfg.Schedules), len(cfg.Policies.Tools), len(cfg.Policies.Actors), diags.Errors(), len(diags)-diags.Errors())
+			}
+			if a.inGitHubActions() {
+				diags.WriteGitHub(a.stdout)
+			}
+			if diags.Errors() > 0 {
+				return withCode(ExitUsage, errSilent)
+			}
+			return nil
+		},
+	}
+}
+
+type diagJSON struct {
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Col      int    `json:"col,omitempty"`
+	Severity string `json:"severity"`
+	Message  string `json:"message"`
+	Hint     string `json:"hint,omitempty"`
+}
+
+func diagsJSON(diags diag.List) []diagJSON {
+	out := make([]diagJSON, 0, len(diags))
+	for _, d := range diags {
+		out = append(out, diagJSON{d.Pos.File, d.Pos.Line, d.Pos.Col, d.Severity.String(), d.Msg, d.Hint})
+	}
+	return out
+}
+
+func validateJSON(cfg *model.Config, diags diag.List) any {
+	return map[string]any{
+		"ok":          diags.Errors() == 0,
+		"schedules":   len(cfg.Schedules),
+		"tools":       len(cfg.Policies.Tools),
+		"actors":      len(cfg.Policies.Actors),
+		"errors":      diags.Errors(),
+		"diagnostics": diagsJSON(diags),
+	}
+}
+
+// loadConfig loads the repository configuration for commands that act on
+// it, refusing (exit 2) when it has errors: nothing runs on a broken config.
+func (a *app) loadConfig() (*model.Config, error) {
+	cfg, diags, err := config.Load(a.repo())
+	if err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
+	if diags.Errors() > 0 {
+		for _, d := range diags {
+			if d.Severity == diag.Error {
+				fmt.Fprintln(a.stderr, d)
+			}
+		}
+		if a.inGitHubActions() {
+			diags.WriteGitHub(a.stdout)
+		}
+		return nil, usageErrorf("configuration has %d error(s); nothing ran (see `astra validate`)", diags.Errors())
+	}
+	return cfg, nil
+}

@@ -1,0 +1,311 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/astra-gitops/astra/internal/diag"
+	"github.com/astra-gitops/astra/internal/model"
+)
+
+var (
+	capabilityRe = regexp.MustCompile(`^[a-z0-9_]+(\.[a-z0-9_]+)*$`)
+	scopeRe      = regexp.MustCompile(`^(\*|[a-z0-9_]+(\.[a-z0-9_]+)*(\.\*)?)$`)
+	idRe         = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	eventRe      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/-]*$`)
+	loginRe      = regexp.MustCompile(`^(@[A-Za-z0-9-]+/[A-Za-z0-9_.-]+|[A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))$`)
+)
+
+func validate(root string, cfg *model.Config, diags *diag.List) {
+	p := &cfg.Policies
+	validateTools(root, p, diags)
+	validatePolicies(cfg, diags)
+	ids := map[string]*model.Schedule{}
+	for _, s := range cfg.Schedules {
+		validateSchedule(cfg, s, diags)
+		if s.ID == "" {
+			continue
+		}
+		if prev, ok := ids[s.ID]; ok {
+			hint := "give each schedule its own id (or a unique name within its tenant)"
+			diags.Errorf(s.Meta.At("id"), hint, "schedule id %q is already used at %s", s.ID, prev.Meta.Pos)
+			continue
+		}
+		ids[s.ID] = s
+	}
+	validateChains(cfg, diags)
+}
+
+func validateSchedule(cfg *model.Config, s *model.Schedule, diags *diag.List) {
+	p := &cfg.Policies
+	m := s.Meta
+	if s.Name == "" {
+		diags.Errorf(m.Pos, "add `name: <something>`", "schedule has no name")
+	}
+	if s.ID != "" && !idRe.MatchString(s.ID) {
+		diags.Errorf(m.At("id"), "use letters, digits, _ . - (at most 64)", "schedule id %q is not a valid id", s.ID)
+	}
+	if s.Spec == nil && s.OnEvent == "" && !s.RunImmediately && !m.Has("cron") && !m.Has("frequency") && !m.Has("interval") {
+		diags.Errorf(m.Pos, "add cron, frequency, interval, on_event or run_immediately", "schedule %q has no trigger", s.Name)
+	}
+	if s.OnEvent != "" && !eventRe.MatchString(s.OnEvent) {
+		diags.Errorf(m.At("on_event"), "use letters, digits and _ . : / -", "invalid event name %q", s.OnEvent)
+	}
+	if m.Has("interval") && s.Interval.D() <= 0 {
+		diags.Errorf(m.At("interval"), "", "interval must be positive")
+	}
+	if s.Priority < 0 || s.Priority > 9 {
+		diags.Errorf(m.At("priority"), "9 runs first, 0 last", "priority %d is out of range 0-9", s.Priority)
+	}
+	if s.PerDayBudget < 0 {
+		diags.Errorf(m.At("per_day_budget"), "", "per_day_budget must not be negative")
+	}
+	if s.SafetyTier == model.TierLocalWrite && s.PerDayBudget == 0 {
+		diags.Errorf(m.At("per_day_budget"), "omit it for the default of 4", "a tier-1 schedule needs a per_day_budget of at least 1")
+	}
+	if s.SafetyTier == model.TierReadOnly && s.PerDayBudget > 0 {
+		diags.Warnf(m.At("per_day_budget"), "remove it", "per_day_budget has no effect on tier 0 (read-only runs are never budget-limited)")
+	}
+
+	tool := p.Tools[s.TargetTool]
+	switch {
+	case s.TargetTool == "":
+		diags.Errorf(m.Pos, "add `target_tool: <tool name from policies/>`", "schedule %q has no target_tool", s.Name)
+	case tool == nil:
+		diags.Errorf(m.At("target_tool"), suggest(s.TargetTool, toolNames(p)), "unknown tool %q", s.TargetTool)
+	case s.SafetyTier < tool.Tier:
+		diags.Errorf(m.At("safety_tier"), "a schedule may only be stricter than its tool",
+			"safety_tier %d (%s) is below tool %q's tier %d (%s)", s.SafetyTier, s.SafetyTier, tool.Name, tool.Tier, tool.Tier)
+	}
+
+	actor := p.Actor(s.Actor)
+	if actor == nil {
+		diags.Errorf(m.At("actor"), "add it (or a matching pattern) under actors: in policies/", "actor %q matches no actor in policies", s.Actor)
+	} else if tool != nil {
+		if miss := model.Missing(actor.Scopes, tool.Capabilities); len(miss) > 0 {
+			diags.Errorf(m.At("actor"), fmt.Sprintf("grant them in the scopes of actor %q, or use another actor", actor.Pattern),
+				"actor %q lacks scope for tool %q capabilities %s", s.Actor, tool.Name, strings.Join(miss, ", "))
+		}
+	}
+
+	c := s.Catchup
+	if !slices.Contains([]string{model.CatchupLatest, model.CatchupAll, model.CatchupSkip}, c.Policy) {
+		diags.Errorf(c.Meta.At("policy"), "use latest, all or skip", "unknown catch-up policy %q", c.Policy)
+	}
+	if c.Window.D() <= 0 {
+		diags.Errorf(c.Meta.At("window"), "", "catch-up window must be positive")
+	}
+	if c.Max < 1 {
+		diags.Errorf(c.Meta.At("max"), "", "catchup.max must be at least 1")
+	}
+	b := s.Budget
+	if b.MaxTokens < 0 || b.MaxCostUSD < 0 || b.MaxToolCalls < 0 {
+		diags.Errorf(b.Meta.Pos, "", "budget limits must not be negative")
+	}
+	if b.MaxWallClock.D() <= 0 {
+		diags.Errorf(b.Meta.At("max_wall_clock"), "", "max_wall_clock must be positive")
+	}
+	r := s.Retry
+	if r.MaxAttempts < 1 {
+		diags.Errorf(r.Meta.At("max_attempts"), "1 means no retry", "retry.max_attempts must be at least 1")
+	}
+	if r.BackoffMax < r.BackoffBase {
+		diags.Errorf(r.Meta.At("backoff_max"), "", "retry.backoff_max is below backoff_base")
+	}
+	if s.ApprovalTTL.D() <= 0 {
+		diags.Errorf(m.At("approval_ttl"), "", "approval_ttl must be positive")
+	}
+	validateRoute(cfg, s, diags)
+}
+
+func validateRoute(cfg *model.Config, s *model.Schedule, diags *diag.List) {
+	r := s.ResultRoute
+	at := s.Meta.At("result_route")
+	switch r.Type {
+	case model.RouteSilent, model.RouteMemoryUpdate:
+	case model.RouteNotify:
+		if r.Webhook != "" {
+			if u, err := url.Parse(r.Webhook); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				diags.Errorf(r.Meta.At("webhook"), "use an absolute http(s) URL", "invalid webhook URL %q", r.Webhook)
+			}
+		}
+		if r.Issue < 0 {
+			diags.Errorf(r.Meta.At("issue"), "", "issue number must be positive")
+		}
+	case model.RouteChainNext:
+		if r.Schedule == "" {
+			diags.Errorf(at, "add `schedule: <id or name>`", "chain_next needs the schedule to run next")
+		} else if cfg.Schedule(r.Schedule) == nil {
+			diags.Errorf(r.Meta.At("schedule"), suggest(r.Schedule, scheduleRefs(cfg)), "chain_next target %q is not a schedule", r.Schedule)
+		}
+	default:
+		diags.Errorf(r.Meta.At("type"), "use silent, notify, memory_update or chain_next", "unknown result route %q", r.Type)
+		return
+	}
+	if r.Type != model.RouteChainNext && (r.Schedule != "" || r.ContextFromResult) {
+		diags.Errorf(at, "", "schedule and context_from_result only apply to chain_next")
+	}
+	if r.Type != model.RouteNotify && (r.Issue != 0 || r.Webhook != "") {
+		diags.Errorf(at, "", "issue and webhook only apply to notify")
+	}
+}
+
+// validateChains rejects chain_next cycles and chains longer than the bound.
+func validateChains(cfg *model.Config, diags *diag.List) {
+	for _, s := range cfg.Schedules {
+		seen := []string{s.ID}
+		cur := s
+		for cur.ResultRoute.Type == model.RouteChainNext {
+			next := cfg.Schedule(cur.ResultRoute.Schedule)
+			if next == nil {
+				break
+			}
+			if slices.Contains(seen, next.ID) {
+				if next == s {
+					diags.Errorf(s.ResultRoute.Meta.At("schedule"), "break the loop: one of them must end with another route",
+						"chain_next forms a cycle: %s", strings.Join(append(seen, next.ID), " -> "))
+				}
+				break
+			}
+			seen = append(seen, next.ID)
+			if len(seen) > model.MaxChainDepth {
+				diags.Errorf(s.ResultRoute.Meta.At("schedule"), "", "chain starting at %q is longer than %d steps", s.ID, model.MaxChainDepth)
+				break
+			}
+			cur = next
+		}
+	}
+}
+
+func validateTools(root string, p *model.Policies, diags *diag.List) {
+	builtins := model.BuiltinTools()
+	for _, name := range toolNames(p) {
+		t := p.Tools[name]
+		m := t.Meta
+		if !capabilityRe.MatchString(name) && !idRe.MatchString(name) {
+			diags.Errorf(m.Pos, "use letters, digits, _ . -", "invalid tool name %q", name)
+		}
+		switch t.Kind {
+		case model.KindExec:
+			if len(t.Command) == 0 || t.Command[0] == "" {
+				diags.Errorf(m.At("command"), "write the argv as a list, e.g. [./scripts/deploy.sh, --prod]", "exec tool %q has no command", name)
+			} else if c := t.Command[0]; strings.Contains(c, "/") && !filepath.IsAbs(c) {
+				if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(c))); err != nil {
+					diags.Warnf(m.At("command"), "commands run from the repository root", "command %q does not exist", c)
+				}
+			}
+			if len(t.Command) == 1 && strings.ContainsAny(t.Command[0], " |;&$") {
+				diags.Errorf(m.At("command"), "split it into a list of arguments; astra never runs a shell", "command %q looks like a shell string", t.Command[0])
+			}
+		case model.KindHTTP:
+			if u, err := url.Parse(t.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				diags.Errorf(m.At("url"), "use an absolute http(s) URL", "http tool %q has invalid url %q", name, t.URL)
+			}
+		case model.KindBuiltin:
+			if builtins[name] == nil {
+				diags.Errorf(m.Pos, "builtin tools are tasks_list, tasks_by_trace, tasks_last_failed and budget", "%q is not a builtin tool", name)
+			}
+		case model.KindGitHub:
+			if !slices.Contains([]string{"issue_comment", "create_issue", "repository_dispatch"}, t.Action) {
+				diags.Errorf(m.At("action"), "use issue_comment, create_issue or repository_dispatch", "github tool %q has unknown action %q", name, t.Action)
+			}
+		case "":
+			diags.Errorf(m.Pos, "add kind: exec, http, builtin or github", "tool %q has no kind", name)
+		default:
+			diags.Errorf(m.At("kind"), "use exec, http, builtin or github", "tool %q has unknown kind %q", name, t.Kind)
+		}
+		if t.Kind != model.KindBuiltin && !m.Has("tier") {
+			diags.Errorf(m.Pos, "add tier: 0 (read_only), 1 (local_write) or 2 (external)", "tool %q has no tier", name)
+		}
+		for _, c := range t.Capabilities {
+			if !capabilityRe.MatchString(c) {
+				diags.Errorf(m.At("capabilities"), "use dot-notation such as github.issues.create", "invalid capability %q", c)
+			}
+		}
+		if m.Has("rollback") && len(t.Rollback) == 0 {
+			diags.Errorf(m.At("rollback"), "", "rollback must be a non-empty argv list")
+		}
+		if t.Kind != model.KindExec && (len(t.Command) > 0 || len(t.Env) > 0) {
+			diags.Errorf(m.At("command"), "", "command and env only apply to exec tools")
+		}
+		if t.Kind != model.KindHTTP && (t.URL != "" || t.SignatureSecretEnv != "" || len(t.Headers) > 0) {
+			diags.Errorf(m.At("url"), "", "url, headers and signature_secret_env only apply to http tools")
+		}
+	}
+}
+
+func validatePolicies(cfg *model.Config, diags *diag.List) {
+	p := &cfg.Policies
+	tenants := map[string]bool{}
+	for _, s := range cfg.Schedules {
+		tenants[s.Tenant] = true
+	}
+	for _, tp := range p.TaskPolicies {
+		m := tp.Meta
+		if tp.TaskType == "" {
+			diags.Errorf(m.Pos, "task_type is the tool name the policy governs", "task policy has no task_type")
+		} else if p.Tools[tp.TaskType] == nil {
+			diags.Warnf(m.At("task_type"), suggest(tp.TaskType, toolNames(p)), "task policy for %q matches no tool", tp.TaskType)
+		}
+		if tp.Tenant != "" && !tenants[tp.Tenant] {
+			diags.Warnf(m.At("tenant"), "", "no schedule belongs to tenant %q", tp.Tenant)
+		}
+		if tp.ApproverRole != "" && p.Approvers[tp.ApproverRole] == nil {
+			diags.Errorf(m.At("approver_role"), "define it under approvers:", "approver role %q is not defined", tp.ApproverRole)
+		}
+	}
+	for _, a := range p.Actors {
+		m := a.Meta
+		if a.Pattern == "" {
+			diags.Errorf(m.Pos, "add `actor: <id or pattern>`", "actor entry has no actor id")
+		} else if _, err := path.Match(a.Pattern, ""); err != nil {
+			diags.Errorf(m.At("actor"), "", "invalid actor pattern %q: %v", a.Pattern, err)
+		}
+		for _, s := range a.Scopes {
+			if !scopeRe.MatchString(s) {
+				diags.Errorf(m.At("scopes"), "use exact capabilities, prefix.* or *", "invalid scope %q", s)
+			}
+		}
+		if a.RateLimit.PerMinute < 0 || a.RateLimit.PerHour < 0 {
+			diags.Errorf(a.RateLimit.Meta.Pos, "0 means no limit", "rate limits must not be negative")
+		}
+	}
+	b := p.Budget
+	if b.DailyLimitUSD < 0 || b.MonthlyLimitUSD < 0 {
+		diags.Errorf(b.Meta.Pos, "", "budget limits must not be negative")
+	}
+	if !slices.IsSorted(b.AlertThresholds) {
+		diags.Errorf(b.Meta.At("alert_thresholds"), "list them in ascending order", "alert_thresholds are not ascending")
+	}
+	for _, t := range b.AlertThresholds {
+		if t <= 0 || t > 1 {
+			diags.Errorf(b.Meta.At("alert_thresholds"), "write fractions such as 0.5 for 50%", "alert threshold %v is outside (0, 1]", t)
+		}
+	}
+	if !slices.Contains([]string{model.PauseAll, model.PauseNonCritical, model.AlertOnly}, b.OnLimitReached) {
+		diags.Errorf(b.Meta.At("on_limit_reached"), "use pause-all, pause-non-critical or alert-only", "unknown on_limit_reached %q", b.OnLimitReached)
+	}
+}
+
+func toolNames(p *model.Policies) []string {
+	names := make([]string, 0, len(p.Tools))
+	for n := range p.Tools {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func scheduleRefs(cfg *model.Config) []string {
+	var out []string
+	for _, s := range cfg.Schedules {
+		out = append(out, s.ID, s.Name)
+	}
+	return out
+}

@@ -1,0 +1,110 @@
+package model
+
+// Tool kinds.
+const (
+	KindExec    = "exec"
+	KindHTTP    = "http"
+	KindBuiltin = "builtin"
+	KindGitHub  = "github"
+)
+
+// Policies is everything under policies/*.yaml, merged across files.
+type Policies struct {
+	Tools        map[string]*Tool    `yaml:"tools" json:"tools" doc:"Tool catalog, keyed by tool name."`
+	TaskPolicies []*TaskPolicy       `yaml:"task_policies" json:"task_policies" doc:"Per task type (tool) auto-execute rules, with tenant overrides."`
+	Actors       []*Actor            `yaml:"actors" json:"actors"`
+	Budget       GlobalBudget        `yaml:"budget" json:"budget"`
+	Approvers    map[string][]string `yaml:"approvers" json:"approvers" doc:"Role name to GitHub logins or @org/team slugs allowed to approve."`
+}
+
+// Tool is one entry of the tool catalog (seed 003 ToolMetadata plus how to run it).
+type Tool struct {
+	Meta Meta   `yaml:"-" json:"-"`
+	Name string `yaml:"-" json:"name"`
+
+	Kind               string            `yaml:"kind" json:"kind" doc:"How the tool runs." enum:"exec,http,builtin,github" required:"true"`
+	Description        string            `yaml:"description" json:"description,omitempty"`
+	Command            []string          `yaml:"command" json:"command,omitempty" doc:"exec: argv, run from the repository root; never a shell string."`
+	Env                []string          `yaml:"env" json:"env,omitempty" doc:"exec: environment variables passed through besides PATH, HOME, LANG, TMPDIR, TZ."`
+	URL                string            `yaml:"url" json:"url,omitempty" doc:"http: webhook URL."`
+	Method             string            `yaml:"method" json:"method,omitempty" doc:"http: method (default POST)."`
+	Headers            map[string]string `yaml:"headers" json:"headers,omitempty"`
+	SignatureSecretEnv string            `yaml:"signature_secret_env" json:"signature_secret_env,omitempty" doc:"http: env var holding the HMAC-SHA256 key for X-Astra-Signature."`
+	Action             string            `yaml:"action" json:"action,omitempty" doc:"github: what to do." enum:"issue_comment,create_issue,repository_dispatch"`
+	Tier               Tier              `yaml:"tier" json:"tier" doc:"Lowest safety tier a schedule using this tool may have (required except for builtins)."`
+	Capabilities       []string          `yaml:"capabilities" json:"capabilities" doc:"Dot-notation capabilities the actor's scopes must grant."`
+	RequiresApproval   bool              `yaml:"requires_approval" json:"requires_approval,omitempty"`
+	DryRunSupported    bool              `yaml:"dry_run_supported" json:"dry_run_supported,omitempty" doc:"Run it with ASTRA_DRY_RUN=1 in dry runs instead of only describing it."`
+	Idempotent         bool              `yaml:"idempotent" json:"idempotent,omitempty" doc:"Safe to retry with the same input."`
+	RiskLevel          Risk              `yaml:"risk_level" json:"risk_level" doc:"low, medium or high."`
+	Rollback           []string          `yaml:"rollback" json:"rollback,omitempty" doc:"argv of a compensating command for 'astra rollback'."`
+}
+
+// TaskPolicy decides whether a task type may run without approval (seed 001).
+// The task type is the tool name; tenant policies override global ones.
+type TaskPolicy struct {
+	Meta         Meta   `yaml:"-" json:"-"`
+	TaskType     string `yaml:"task_type" json:"task_type" required:"true"`
+	Tenant       string `yaml:"tenant" json:"tenant,omitempty" doc:"Empty for the global policy."`
+	AutoExecute  bool   `yaml:"auto_execute" json:"auto_execute" doc:"false: every run needs an approval (default true)."`
+	MaxRiskLevel Risk   `yaml:"max_risk_level" json:"max_risk_level,omitempty" doc:"Tools riskier than this need an approval."`
+	ApproverRole string `yaml:"approver_role" json:"approver_role,omitempty" doc:"Role in approvers whose members may approve."`
+	Description  string `yaml:"description" json:"description,omitempty"`
+}
+
+// Actor is who a run acts as (seed 003 actor model).
+type Actor struct {
+	Meta      Meta      `yaml:"-" json:"-"`
+	Pattern   string    `yaml:"actor" json:"actor" doc:"Actor id or glob pattern such as n8n_workflow_*." required:"true"`
+	Scopes    []string  `yaml:"scopes" json:"scopes" doc:"Granted capabilities: exact, prefix.* or *."`
+	RateLimit RateLimit `yaml:"rate_limit" json:"rate_limit"`
+	Autonomy  Autonomy  `yaml:"autonomy" json:"autonomy" doc:"Default autonomy level (default L2)."`
+}
+
+// RateLimit bounds how many runs an actor starts.
+type RateLimit struct {
+	Meta      Meta `yaml:"-" json:"-"`
+	PerMinute int  `yaml:"per_minute" json:"per_minute" doc:"Runs per minute (default 60)."`
+	PerHour   int  `yaml:"per_hour" json:"per_hour,omitempty" doc:"Runs per hour (0 = no hourly limit)."`
+}
+
+// GlobalBudget is the spend ceiling across all schedules (seed 002 GlobalBudgetGuard).
+type GlobalBudget struct {
+	Meta            Meta      `yaml:"-" json:"-"`
+	DailyLimitUSD   float64   `yaml:"daily_limit_usd" json:"daily_limit_usd" doc:"Default 5.00."`
+	MonthlyLimitUSD float64   `yaml:"monthly_limit_usd" json:"monthly_limit_usd" doc:"Default 50.00."`
+	AlertThresholds []float64 `yaml:"alert_thresholds" json:"alert_thresholds" doc:"Fractions of a limit that raise budget.warning (default 0.5, 0.8, 0.9)."`
+	OnLimitReached  string    `yaml:"on_limit_reached" json:"on_limit_reached" enum:"pause-all,pause-non-critical,alert-only" doc:"Default pause-all."`
+}
+
+// On-limit actions.
+const (
+	PauseAll         = "pause-all"
+	PauseNonCritical = "pause-non-critical"
+	AlertOnly        = "alert-only"
+)
+
+// Config is the whole repository configuration.
+type Config struct {
+	Schedules []*Schedule
+	Policies  Policies
+}
+
+// Schedule finds a schedule by id, or by name when the name is unique.
+func (c *Config) Schedule(ref string) *Schedule {
+	var byName *Schedule
+	n := 0
+	for _, s := range c.Schedules {
+		if s.ID == ref {
+			return s
+		}
+		if s.Name == ref {
+			byName = s
+			n++
+		}
+	}
+	if n == 1 {
+		return byName
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+package model
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/astra-gitops/astra/internal/cron"
+)
+
+// Defaults from the seeds. Seed 000: tier-1 per-day budget 4. Seed 002:
+// task budget, retry and global budget figures. Seed 001: --limit 10.
+const (
+	DefaultPerDayBudget    = 4
+	DefaultPriority        = 5
+	DefaultMaxTokens       = 50_000
+	DefaultMaxCostUSD      = 0.50
+	DefaultMaxWallClock    = 300 * time.Second
+	DefaultMaxToolCalls    = 10
+	DefaultRetryAttempts   = 3
+	DefaultBackoffBase     = 5 * time.Second
+	DefaultBackoffMax      = 300 * time.Second
+	DefaultCatchupWindow   = 24 * time.Hour
+	DefaultSkipWindow      = 15 * time.Minute // how late a slot may be under catchup: skip
+	DefaultCatchupMax      = 10
+	DefaultApprovalTTL     = 24 * time.Hour
+	DefaultActor           = "astra"
+	DefaultDailyLimitUSD   = 5.00
+	DefaultMonthlyLimitUSD = 50.00
+	DefaultRatePerMinute   = 60
+	MaxChainDepth          = 8
+)
+
+// DefaultAlertThresholds are the global budget alert levels (seed 002).
+var DefaultAlertThresholds = []float64{0.5, 0.8, 0.9}
+
+// Catch-up policies for missed slots.
+const (
+	CatchupLatest = "latest" // run only the newest missed slot
+	CatchupAll    = "all"    // run each missed slot, oldest first, bounded
+	CatchupSkip   = "skip"   // run a slot only when on time
+)
+
+// Result routes (seed 002).
+const (
+	RouteSilent       = "silent"
+	RouteNotify       = "notify"
+	RouteMemoryUpdate = "memory_update"
+	RouteChainNext    = "chain_next"
+)
+
+// Schedule is one recurring (or event-driven) task definition.
+type Schedule struct {
+	Meta Meta `yaml:"-" json:"-"`
+
+	ID             string         `yaml:"id" json:"id" doc:"Stable identifier; derived from tenant and name when absent."`
+	Name           string         `yaml:"name" json:"name" doc:"Human name, unique per tenant." required:"true"`
+	Description    string         `yaml:"description" json:"description,omitempty"`
+	Type           string         `yaml:"type" json:"type" doc:"Schedule type (ZORA schedule_type) used by --schedule-type; defaults to target_tool."`
+	Tenant         string         `yaml:"tenant" json:"tenant,omitempty" doc:"Owning tenant; selects tenant task policies."`
+	Cron           string         `yaml:"cron" json:"cron,omitempty" doc:"5-field cron expression, @daily-style descriptor or @every <duration>."`
+	Frequency      string         `yaml:"frequency" json:"frequency,omitempty" doc:"Shorthand instead of cron." enum:"hourly,daily,weekly,monthly"`
+	Interval       Duration       `yaml:"interval" json:"interval,omitempty" doc:"Run every interval, anchored at the Unix epoch so all runners agree."`
+	OnEvent        string         `yaml:"on_event" json:"on_event,omitempty" doc:"Run when 'astra trigger <event>' is called with this event name."`
+	RunImmediately bool           `yaml:"run_immediately" json:"run_immediately,omitempty" doc:"Run once as soon as the schedule is first seen."`
+	Timezone       string         `yaml:"timezone" json:"timezone" doc:"IANA time zone the cron fields are read in (default UTC)."`
+	TargetTool     string         `yaml:"target_tool" json:"target_tool" doc:"Tool from the policies tool catalog." required:"true"`
+	Payload        map[string]any `yaml:"payload" json:"payload,omitempty" doc:"JSON-compatible input handed to the tool."`
+	SafetyTier     Tier           `yaml:"safety_tier" json:"safety_tier" doc:"0 read_only, 1 local_write, 2 external; defaults to the tool's tier and may only be stricter."`
+	PerDayBudget   int            `yaml:"per_day_budget" json:"per_day_budget" doc:"Runs per UTC day (tier 1 default 4; tier 0 is never limited)."`
+	Enabled        bool           `yaml:"enabled" json:"enabled" doc:"Disabled schedules are never due (default true)."`
+	Priority       int            `yaml:"priority" json:"priority" doc:"0-9, higher runs first (default 5)."`
+	Critical       bool           `yaml:"critical" json:"critical,omitempty" doc:"Keeps running when the global budget pauses non-critical work."`
+	Actor          string         `yaml:"actor" json:"actor" doc:"Actor the run acts as; its scopes must cover the tool's capabilities (default astra)."`
+	Autonomy       Autonomy       `yaml:"autonomy" json:"autonomy" doc:"L0 ask, L1 draft, L2 execute+notify, L3 silent; may only be stricter than the actor's default."`
+	Budget         TaskBudget     `yaml:"budget" json:"budget"`
+	Retry          Retry          `yaml:"retry" json:"retry"`
+	Catchup        Catchup        `yaml:"catchup" json:"catchup"`
+	Lane           string         `yaml:"lane" json:"lane,omitempty" doc:"Schedules sharing a lane never run concurrently."`
+	ResultRoute    ResultRoute    `yaml:"result_route" json:"result_route"`
+	ApprovalTTL    Duration       `yaml:"approval_ttl" json:"approval_ttl" doc:"How long an approval request stays valid (default 24h)."`
+	Quarantine     bool           `yaml:"quarantine" json:"quarantine,omitempty" doc:"Stop all future slots once a slot is dead-lettered, until released."`
+
+	// Resolved by the loader.
+	Spec *cron.Spec     `yaml:"-" json:"-"`
+	Loc  *time.Location `yaml:"-" json:"-"`
+}
+
+// TaskBudget caps one run (seed 002 TaskBudget).
+type TaskBudget struct {
+	Meta         Meta     `yaml:"-" json:"-"`
+	MaxTokens    int64    `yaml:"max_tokens" json:"max_tokens" doc:"Tokens reported by the tool (default 50000)."`
+	MaxCostUSD   float64  `yaml:"max_cost_usd" json:"max_cost_usd" doc:"USD reported by the tool (default 0.50)."`
+	MaxWallClock Duration `yaml:"max_wall_clock" json:"max_wall_clock" doc:"Wall-clock limit; the tool's process group is killed (default 300s)."`
+	MaxToolCalls int64    `yaml:"max_tool_calls" json:"max_tool_calls" doc:"Tool invocations, chained steps included (default 10)."`
+}
+
+// Retry is the retry policy for failed runs (seed 002).
+type Retry struct {
+	Meta        Meta     `yaml:"-" json:"-"`
+	MaxAttempts int      `yaml:"max_attempts" json:"max_attempts" doc:"Attempts before the slot is dead-lettered (default 3)."`
+	BackoffBase Duration `yaml:"backoff_base" json:"backoff_base" doc:"First backoff, doubled per attempt (default 5s)."`
+	BackoffMax  Duration `yaml:"backoff_max" json:"backoff_max" doc:"Backoff ceiling (default 300s)."`
+}
+
+// Backoff is the delay before attempt n+1 after n failed attempts.
+func (r Retry) Backoff(n int) time.Duration {
+	d := r.BackoffBase.D()
+	for i := 1; i < n && d < r.BackoffMax.D(); i++ {
+		d *= 2
+	}
+	return min(d, r.BackoffMax.D())
+}
+
+// Catchup says what happens to slots that CI cron missed.
+type Catchup struct {
+	Meta   Meta     `yaml:"-" json:"-"`
+	Policy string   `yaml:"policy" json:"policy" doc:"latest (default), all or skip." enum:"latest,all,skip"`
+	Window Duration `yaml:"window" json:"window" doc:"How late a slot may still run (default 24h; 15m for skip)."`
+	Max    int      `yaml:"max" json:"max" doc:"With policy all: at most this many slots per run (default 10)."`
+}
+
+// ResultRoute says where a run's result goes. In YAML it is either a bare
+// route name or a mapping with type and options.
+type ResultRoute struct {
+	Meta              Meta   `yaml:"-" json:"-"`
+	Type              string `yaml:"type" json:"type" doc:"silent, notify, memory_update or chain_next." enum:"silent,notify,memory_update,chain_next"`
+	Schedule          string `yaml:"schedule" json:"schedule,omitempty" doc:"chain_next: id or name of the schedule to run next."`
+	ContextFromResult bool   `yaml:"context_from_result" json:"context_from_result,omitempty" doc:"chain_next: pass this run's output inside <previous_task_output>."`
+	Issue             int    `yaml:"issue" json:"issue,omitempty" doc:"notify: GitHub issue number to comment on."`
+	Webhook           string `yaml:"webhook" json:"webhook,omitempty" doc:"notify: URL to POST the result to."`
+}
+
+// UnmarshalYAML accepts the short form `result_route: notify`. The long form
+// is decoded by the strict loader, which calls this only for scalars.
+func (r *ResultRoute) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("result_route must be a route name or a mapping")
+	}
+	r.Type = n.Value
+	return nil
+}
+
+// Key is the idempotency key of a slot: <schedule_id>@<slot RFC3339>.
+func Key(scheduleID string, slot time.Time) string {
+	return scheduleID + "@" + slot.UTC().Format(time.RFC3339)
+}
+
+// DeriveID is the stable id of a schedule that has none: a hash of tenant and
+// name, so renaming the file or reordering documents keeps the id.
+func DeriveID(tenant, name string) string {
+	sum := sha256.Sum256([]byte(tenant + "/" + name))
+	return "sch_" + hex.EncodeToString(sum[:4])
+}
+
+// Triggered reports whether the schedule has a time-based trigger.
+func (s *Schedule) Triggered() bool { return s.Spec != nil }
