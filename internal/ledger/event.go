@@ -1,0 +1,142 @@
+// Package ledger is astra's only database: an append-only, hash-chained
+// NDJSON log stored as gzip members in var/schedules/YYYY-MM[.NNN].ndjson.gz.
+package ledger
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Kind names what an event records.
+type Kind string
+
+// Event kinds. Every decision astra takes is one of these.
+const (
+	RunClaimed        Kind = "run.claimed"
+	RunCompleted      Kind = "run.completed"
+	RunFailed         Kind = "run.failed"
+	RunSkipped        Kind = "run.skipped"
+	RunRetryScheduled Kind = "run.retry_scheduled"
+	RunDeadLettered   Kind = "run.dead_lettered"
+
+	DeadLetterReleased Kind = "dead_letter.released"
+
+	ApprovalRequested Kind = "approval.requested"
+	ApprovalApproved  Kind = "approval.approved"
+	ApprovalRejected  Kind = "approval.rejected"
+	ApprovalExpired   Kind = "approval.expired"
+	ApprovalConsumed  Kind = "approval.consumed"
+	ApprovalRefused   Kind = "approval.refused" // a token that failed verification
+
+	BudgetWarning  Kind = "budget.warning"
+	BudgetExceeded Kind = "budget.exceeded"
+	BudgetPaused   Kind = "budget.paused"
+	BudgetResumed  Kind = "budget.resumed"
+
+	ScheduleCreated Kind = "schedule.created"
+	ScheduleUpdated Kind = "schedule.updated"
+	ScheduleDeleted Kind = "schedule.deleted"
+
+	RollbackCompleted Kind = "rollback.completed"
+	RollbackFailed    Kind = "rollback.failed"
+
+	NotifySent     Kind = "notify.sent"
+	MemoryPurged   Kind = "memory.purged"
+	TriggerRefused Kind = "trigger.refused"
+
+	LedgerRepaired   Kind = "ledger.repaired"
+	LedgerCheckpoint Kind = "ledger.checkpoint"
+)
+
+// Reasons carried by run.skipped and run.failed events.
+const (
+	ReasonBudget          = "budget"
+	ReasonApprovalPending = "approval_pending"
+	ReasonRejected        = "rejected"
+	ReasonPaused          = "paused"
+	ReasonRateLimited     = "rate_limited"
+	ReasonScopeDenied     = "scope_denied"
+	ReasonPolicy          = "policy"
+	ReasonNotDue          = "not_due"
+	ReasonDuplicate       = "duplicate"
+	ReasonMissed          = "missed"      // superseded or too late under the catch-up policy
+	ReasonDeadLetter      = "dead_letter" // schedule quarantined after dead-lettering
+
+	ReasonTimeout        = "timeout"
+	ReasonBudgetExceeded = "budget_exceeded"
+	ReasonLost           = "lost" // claimed, runner died before recording an outcome
+	ReasonExit           = "exit" // non-zero exit or HTTP error
+)
+
+// Modes for the scheduled_vs_manual field.
+const (
+	ModeScheduled = "scheduled"
+	ModeManual    = "manual"
+	ModeEvent     = "event"
+)
+
+// Usage is what one run consumed (seed 002 BudgetSnapshot).
+type Usage struct {
+	Tokens      int64   `json:"tokens,omitempty"`
+	CostUSD     float64 `json:"cost_usd,omitempty"`
+	WallClockMS int64   `json:"wall_clock_ms,omitempty"`
+	ToolCalls   int64   `json:"tool_calls,omitempty"`
+}
+
+// IsZero reports whether nothing was consumed.
+func (u Usage) IsZero() bool { return u == Usage{} }
+
+// Add returns the sum of two snapshots.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{u.Tokens + o.Tokens, u.CostUSD + o.CostUSD, u.WallClockMS + o.WallClockMS, u.ToolCalls + o.ToolCalls}
+}
+
+// Event is one ledger line. Seq, TS and Prev are assigned by the writer.
+//
+// The fields named by the contract (seq, ts, event, schedule_id, slot,
+// idempotency_key, actor, tool, tier, status, trace_id, scheduled_vs_manual,
+// prev) are always written, empty where they do not apply; everything else is
+// omitted when empty to keep lines lean.
+type Event struct {
+	Seq            int64     `json:"seq"`
+	TS             time.Time `json:"ts"`
+	Event          Kind      `json:"event"`
+	ScheduleID     string    `json:"schedule_id"`
+	Slot           time.Time `json:"slot"`
+	IdempotencyKey string    `json:"idempotency_key"`
+	Actor          string    `json:"actor"`
+	Tenant         string    `json:"tenant,omitempty"`
+	Tool           string    `json:"tool"`
+	Tier           int       `json:"tier"`
+	Status         string    `json:"status"`
+	Reason         string    `json:"reason,omitempty"`
+	TraceID        string    `json:"trace_id"`
+	RunID          string    `json:"run_id,omitempty"`
+	Mode           string    `json:"scheduled_vs_manual"`
+	Attempt        int       `json:"attempt,omitempty"`
+	Usage          Usage     `json:"usage,omitempty"`
+	Output         string    `json:"output,omitempty"` // bounded, redacted tail
+	Error          string    `json:"error,omitempty"`
+
+	// Approvals.
+	PR          int       `json:"pr,omitempty"`
+	By          string    `json:"by,omitempty"`
+	ExpiresAt   time.Time `json:"expires_at,omitempty"`
+	PayloadHash string    `json:"payload_hash,omitempty"`
+
+	// Retries and claims.
+	RetryAt time.Time `json:"retry_at,omitempty"`
+	Runner  string    `json:"runner,omitempty"`
+
+	// Global budget events.
+	Period    string  `json:"period,omitempty"` // day | month
+	Threshold float64 `json:"threshold,omitempty"`
+	SpentUSD  float64 `json:"spent_usd,omitempty"`
+	LimitUSD  float64 `json:"limit_usd,omitempty"`
+
+	// Detail holds kind-specific JSON that replay rarely needs
+	// (checkpoint state, schedule diffs, rollback commands).
+	Detail json.RawMessage `json:"detail,omitempty"`
+
+	Prev string `json:"prev"`
+}
