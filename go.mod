@@ -3,6 +3,7 @@ module github.com/astra-gitops/astra
 go 1.26.0
 
 require (
+	github.com/klauspost/compress v1.20.3
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3

@@ -4,6 +4,7 @@ package ledger
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 )
 
@@ -91,12 +92,14 @@ func (u Usage) Add(o Usage) Usage {
 	return Usage{u.Tokens + o.Tokens, u.CostUSD + o.CostUSD, u.WallClockMS + o.WallClockMS, u.ToolCalls + o.ToolCalls}
 }
 
-// Event is one ledger line. Seq, TS and Prev are assigned by the writer.
+// Event is one ledger line. Seq and Prev are assigned by the writer.
 //
 // The fields named by the contract (seq, ts, event, schedule_id, slot,
 // idempotency_key, actor, tool, tier, status, trace_id, scheduled_vs_manual,
 // prev) are always written, empty where they do not apply; everything else is
-// omitted when empty to keep lines lean.
+// omitted when empty to keep lines lean. Nothing derivable is stored: a run
+// is named by its idempotency key and attempt (RunID), and its span id is a
+// hash of that name (SpanID). Times are UTC with second precision.
 type Event struct {
 	Seq            int64     `json:"seq"`
 	TS             time.Time `json:"ts"`
@@ -111,7 +114,6 @@ type Event struct {
 	Status         string    `json:"status"`
 	Reason         string    `json:"reason,omitempty"`
 	TraceID        string    `json:"trace_id"`
-	RunID          string    `json:"run_id,omitempty"`
 	Mode           string    `json:"scheduled_vs_manual"`
 	Attempt        int       `json:"attempt,omitempty"`
 	Usage          Usage     `json:"usage,omitempty"`
@@ -139,4 +141,12 @@ type Event struct {
 	Detail json.RawMessage `json:"detail,omitempty"`
 
 	Prev string `json:"prev"`
+}
+
+// RunID names one attempt of a slot: "<idempotency_key>#<attempt>".
+func (e *Event) RunID() string { return RunID(e.IdempotencyKey, e.Attempt) }
+
+// RunID names one attempt of a slot; attempt 0 counts as 1.
+func RunID(key string, attempt int) string {
+	return key + "#" + strconv.Itoa(max(attempt, 1))
 }

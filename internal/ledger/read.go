@@ -1,0 +1,286 @@
+package ledger
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// Problem kinds a reader reports.
+const (
+	ProblemTruncated = "truncated" // the file ends inside a gzip member
+	ProblemGzip      = "gzip"      // a gzip member is corrupt
+	ProblemJSON      = "json"      // a line is not a valid event
+	ProblemSeq       = "seq"       // seq does not increase by one
+	ProblemChain     = "chain"     // prev is not the hash of the previous line
+)
+
+// CorruptError points at the first bad line of a ledger.
+type CorruptError struct {
+	File string // slash path relative to the repository root
+	Line int    // 1-based line within the file (decompressed)
+	Kind string // one of the Problem kinds
+	Msg  string
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("%s:%d: ledger %s error: %s", e.File, e.Line, e.Kind, e.Msg)
+}
+
+// ScanOptions tune a scan.
+type ScanOptions struct {
+	// Verify checks the hash chain line by line (sha256 of every line).
+	// Without it, only the last line of each file is hashed, for the tail.
+	Verify bool
+	// After is the tail the first scanned segment continues from; when set
+	// (Seq > 0) the first event must follow it.
+	After Tail
+	// Workers decoding files in parallel (default GOMAXPROCS).
+	Workers int
+}
+
+const batchSize = 512
+
+type batch struct {
+	events []Event
+	err    error
+}
+
+// segmentResult is what a worker learned about its file.
+type segmentResult struct {
+	firstSeq  int64
+	firstPrev string
+	lastSeq   int64
+	lastHash  string
+	lastTS    int64 // unix seconds
+	lines     int
+}
+
+// Scan decodes segs in order and calls fn for every event, in ledger order.
+// Files are decompressed and decoded in parallel, a few ahead of fn, with
+// bounded memory; fn runs on the calling goroutine and must not keep e.
+// Scan stops at the first problem and returns a *CorruptError; every event
+// before it has been passed to fn.
+func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error) (Tail, error) {
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	type job struct {
+		seg    Segment
+		out    chan batch
+		result segmentResult
+	}
+	jobs := make([]*job, len(segs))
+	for i, sg := range segs {
+		jobs[i] = &job{seg: sg, out: make(chan batch, 8)}
+	}
+	// A file may be read ahead only while fewer than workers+1 files are
+	// not yet consumed: that bounds memory to a few files' batches.
+	slots := make(chan struct{}, workers+1)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	go func() {
+		for _, j := range jobs {
+			select {
+			case slots <- struct{}{}:
+			case <-stop:
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				readSegment(root, j.seg, opts.Verify, j.out, &j.result, stop)
+			}()
+		}
+	}()
+	defer func() {
+		close(stop)
+		wg.Wait()
+	}()
+
+	tail := opts.After
+	for _, j := range jobs {
+		first := true
+		line := 0
+		for b := range j.out {
+			for i := range b.events {
+				e := &b.events[i]
+				line++
+				if first {
+					first = false
+					if tail.Seq > 0 || tail.Hash != "" {
+						if e.Seq != tail.Seq+1 {
+							return tail, &CorruptError{File: j.seg.Path, Line: line, Kind: ProblemSeq,
+								Msg: fmt.Sprintf("seq %d does not follow %d at the end of the previous file", e.Seq, tail.Seq)}
+						}
+						if j.result.firstPrev != tail.Hash {
+							return tail, &CorruptError{File: j.seg.Path, Line: line, Kind: ProblemChain,
+								Msg: "prev is not the hash of the last line of the previous file"}
+						}
+					}
+				}
+				if err := fn(e); err != nil {
+					return tail, err
+				}
+				tail.Seq = e.Seq
+			}
+			if b.err != nil {
+				return tail, b.err
+			}
+		}
+		<-slots
+		if j.result.lines > 0 {
+			tail.Seq, tail.Hash = j.result.lastSeq, j.result.lastHash
+			tail.TS = time.Unix(j.result.lastTS, 0).UTC()
+		}
+		tail.Segment = j.seg
+	}
+	return tail, nil
+}
+
+// readSegment decodes one file into batches on out, then closes out. res is
+// written before out is closed.
+func readSegment(root string, seg Segment, verify bool, out chan<- batch, res *segmentResult, stop <-chan struct{}) {
+	defer close(out)
+	send := func(b batch) bool {
+		select {
+		case out <- b:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	fail := func(b batch, line int, kind, format string, args ...any) {
+		b.err = &CorruptError{File: seg.Path, Line: line, Kind: kind, Msg: fmt.Sprintf(format, args...)}
+		send(b)
+	}
+	f, err := os.Open(fileOf(root, seg.Path))
+	if err != nil {
+		send(batch{err: err})
+		return
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 256<<10))
+	if err != nil {
+		fail(batch{}, 1, gzipKind(err), "%v", err)
+		return
+	}
+	br := bufio.NewReaderSize(zr, 256<<10)
+	dec := NewDecoder()
+	var (
+		b        = batch{events: make([]Event, 0, batchSize)}
+		long     []byte // a line longer than the buffer
+		prevHash [sha256.Size]byte
+		last     []byte
+		lineNo   int
+		hexBuf   [2 * sha256.Size]byte
+	)
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, chunk...)
+			continue
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			fail(b, lineNo+1, gzipKind(err), "%v", err)
+			return
+		}
+		if len(chunk) == 0 && len(long) == 0 {
+			break
+		}
+		line := chunk
+		if long != nil {
+			line = append(long, chunk...)
+			long = nil
+		}
+		lineNo++
+		if line[len(line)-1] != '\n' {
+			fail(b, lineNo, ProblemTruncated, "the last line has no newline: the file was cut short")
+			return
+		}
+		line = line[:len(line)-1]
+		b.events = append(b.events, Event{})
+		e := &b.events[len(b.events)-1]
+		prev, derr := dec.Decode(line, e)
+		if derr != nil {
+			b.events = b.events[:len(b.events)-1]
+			fail(b, lineNo, ProblemJSON, "%v", derr)
+			return
+		}
+		if lineNo == 1 {
+			res.firstSeq, res.firstPrev = e.Seq, string(prev)
+		} else if e.Seq != res.lastSeq+1 {
+			b.events = b.events[:len(b.events)-1]
+			fail(b, lineNo, ProblemSeq, "seq %d does not follow %d", e.Seq, res.lastSeq)
+			return
+		}
+		if verify {
+			if lineNo > 1 {
+				hex.Encode(hexBuf[:], prevHash[:])
+				if !bytes.Equal(prev, hexBuf[:]) {
+					b.events = b.events[:len(b.events)-1]
+					fail(b, lineNo, ProblemChain, "prev is not the hash of line %d: a line was edited, removed or inserted", lineNo-1)
+					return
+				}
+			}
+			prevHash = sha256.Sum256(line)
+		} else {
+			last = append(last[:0], line...)
+		}
+		res.lastSeq, res.lastTS = e.Seq, e.TS.Unix()
+		if len(b.events) == batchSize {
+			if !send(b) {
+				return
+			}
+			b = batch{events: make([]Event, 0, batchSize)}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+	}
+	res.lines = lineNo
+	if verify {
+		res.lastHash = hex.EncodeToString(prevHash[:])
+	} else if lineNo > 0 {
+		res.lastHash = LineHash(last)
+	}
+	if len(b.events) > 0 {
+		send(b)
+	}
+}
+
+func gzipKind(err error) string {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return ProblemTruncated
+	}
+	return ProblemGzip
+}
+
+func fileOf(root, rel string) string {
+	if root == "" {
+		return rel
+	}
+	return root + string(os.PathSeparator) + rel
+}
+
+// ReadAll returns every event of segs in order; for small logs and tests.
+func ReadAll(root string, segs []Segment) ([]Event, Tail, error) {
+	var out []Event
+	tail, err := Scan(root, segs, ScanOptions{Verify: true}, func(e *Event) error {
+		out = append(out, *e)
+		return nil
+	})
+	return out, tail, err
+}
+

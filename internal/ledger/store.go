@@ -1,0 +1,226 @@
+package ledger
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+)
+
+// Where the ledgers live, relative to the repository root.
+const (
+	Dir            = "var/schedules"
+	ApprovalLogDir = "var/approvals"
+	ApprovalLog    = "approved.ndjson.gz"
+)
+
+// DefaultSegmentSize is where a month rolls over to a new segment file: a
+// run's commit and push cost is bounded by the segment it appends to, and
+// no file nears GitHub's 50 MB warning.
+const DefaultSegmentSize = 4 << 20
+
+// Segment is one ledger file.
+type Segment struct {
+	Path  string // slash path relative to the repository root
+	Month string // YYYY-MM; empty for single-file logs
+	Index int    // 0 for YYYY-MM.ndjson.gz, n for YYYY-MM.00n.ndjson.gz
+	Size  int64
+}
+
+// Store is a ledger on disk: monthly, segmented files in one directory, or
+// a single file (the approval log).
+type Store struct {
+	root        string
+	dir         string // relative to root
+	single      string // file name for a single-file log
+	segmentSize int64
+}
+
+// Open returns the monthly ledger of the repository at root.
+func Open(root string, segmentSize int64) *Store {
+	if segmentSize <= 0 {
+		segmentSize = DefaultSegmentSize
+	}
+	return &Store{root: root, dir: Dir, segmentSize: segmentSize}
+}
+
+// OpenApprovalLog returns var/approvals/approved.ndjson.gz, a single-file
+// log in the same format (seed 000's approval audit trail).
+func OpenApprovalLog(root string) *Store {
+	return &Store{root: root, dir: ApprovalLogDir, single: ApprovalLog}
+}
+
+// Root is the repository root the store reads.
+func (s *Store) Root() string { return s.root }
+
+var segmentName = regexp.MustCompile(`^(\d{4}-\d{2})(?:\.(\d{3,}))?\.ndjson\.gz$`)
+
+// Segments lists the ledger files in order: by month, then segment index.
+func (s *Store) Segments() ([]Segment, error) {
+	if s.single != "" {
+		rel := path.Join(s.dir, s.single)
+		st, err := os.Stat(s.abs(rel))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []Segment{{Path: rel, Size: st.Size()}}, nil
+	}
+	entries, err := os.ReadDir(s.abs(s.dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var segs []Segment
+	for _, e := range entries {
+		m := segmentName.FindStringSubmatch(e.Name())
+		if m == nil || !e.Type().IsRegular() {
+			continue
+		}
+		idx := 0
+		if m[2] != "" {
+			idx, _ = strconv.Atoi(m[2])
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil, err
+		}
+		segs = append(segs, Segment{Path: path.Join(s.dir, e.Name()), Month: m[1], Index: idx, Size: info.Size()})
+	}
+	slices.SortFunc(segs, func(a, b Segment) int {
+		if a.Month != b.Month {
+			return cmpString(a.Month, b.Month)
+		}
+		return a.Index - b.Index
+	})
+	return segs, nil
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func (s *Store) abs(rel string) string { return filepath.Join(s.root, filepath.FromSlash(rel)) }
+
+// SegmentPath names segment idx of month.
+func (s *Store) SegmentPath(month string, idx int) string {
+	if idx == 0 {
+		return path.Join(s.dir, month+".ndjson.gz")
+	}
+	return path.Join(s.dir, fmt.Sprintf("%s.%03d.ndjson.gz", month, idx))
+}
+
+// Month is the UTC month a time falls in, as ledger files name it.
+func Month(t time.Time) string { return t.UTC().Format("2006-01") }
+
+// Tail is where the ledger ends: what the next append chains on to.
+type Tail struct {
+	Seq     int64     // seq of the last event; 0 for an empty ledger
+	Hash    string    // sha256 hex of the last line; "" for an empty ledger
+	TS      time.Time // ts of the last event
+	Segment Segment   // the last segment; zero for an empty ledger
+}
+
+// Empty reports whether the ledger has no events.
+func (t Tail) Empty() bool { return t.Seq == 0 && t.Hash == "" }
+
+// LineHash is the chain hash of a line (without its newline).
+func LineHash(line []byte) string {
+	sum := sha256.Sum256(line)
+	return hex.EncodeToString(sum[:])
+}
+
+// Target is the segment the next append at now goes to: the last segment
+// while it is in the current month and below the segment size, else the
+// next segment or the first one of a new month. newMonth reports a month
+// change, which is when the caller writes a checkpoint first.
+func (s *Store) Target(t Tail, now time.Time) (seg Segment, newMonth bool) {
+	month := Month(now)
+	last := t.Segment
+	switch {
+	case s.single != "":
+		return Segment{Path: path.Join(s.dir, s.single), Size: last.Size}, false
+	case last.Path == "":
+		return Segment{Path: s.SegmentPath(month, 0), Month: month}, true
+	case month > last.Month:
+		return Segment{Path: s.SegmentPath(month, 0), Month: month}, true
+	case last.Size >= s.segmentSize:
+		return Segment{Path: s.SegmentPath(last.Month, last.Index+1), Month: last.Month, Index: last.Index + 1}, false
+	}
+	return last, false
+}
+
+// Append writes events as one new gzip member at the end of seg, assigning
+// Seq and Prev from tail so the chain continues. It never rewrites existing
+// bytes. It returns the new tail.
+func (s *Store) Append(tail Tail, seg Segment, events []*Event) (Tail, error) {
+	if len(events) == 0 {
+		return tail, nil
+	}
+	var raw bytes.Buffer
+	var line []byte
+	for _, e := range events {
+		tail.Seq++
+		e.Seq = tail.Seq
+		e.Prev = tail.Hash
+		e.TS = e.TS.UTC().Truncate(time.Second)
+		line = AppendJSON(line[:0], e)
+		tail.Hash = LineHash(line)
+		tail.TS = e.TS
+		raw.Write(line)
+		raw.WriteByte('\n')
+	}
+	var member bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&member, gzip.DefaultCompression)
+	if _, err := zw.Write(raw.Bytes()); err != nil {
+		return Tail{}, err
+	}
+	if err := zw.Close(); err != nil {
+		return Tail{}, err
+	}
+	p := s.abs(seg.Path)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return Tail{}, err
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return Tail{}, err
+	}
+	// One write: a crash leaves at most one partial member at the end,
+	// which Repair removes.
+	if _, err := f.Write(member.Bytes()); err != nil {
+		f.Close()
+		return Tail{}, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return Tail{}, err
+	}
+	if err := f.Close(); err != nil {
+		return Tail{}, err
+	}
+	seg.Size += int64(member.Len())
+	tail.Segment = seg
+	return tail, nil
+}
