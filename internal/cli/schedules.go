@@ -21,20 +21,20 @@ func (a *app) schedulesCmd() *cobra.Command {
 }
 
 type scheduleJSON struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	Type       string `json:"type"`
-	Tenant     string `json:"tenant,omitempty"`
-	Trigger    string `json:"trigger"`
-	Timezone   string `json:"timezone"`
-	Tool       string `json:"target_tool"`
-	Tier       int    `json:"safety_tier"`
-	Autonomy   string `json:"autonomy"`
-	Actor      string `json:"actor"`
-	Priority   int    `json:"priority"`
-	Enabled    bool   `json:"enabled"`
-	PerDay     int    `json:"per_day_budget,omitempty"`
-	Source     string `json:"source"`
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Type        string `json:"type"`
+	Tenant      string `json:"tenant,omitempty"`
+	Trigger     string `json:"trigger"`
+	Timezone    string `json:"timezone"`
+	Tool        string `json:"target_tool"`
+	Tier        int    `json:"safety_tier"`
+	Autonomy    string `json:"autonomy"`
+	Actor       string `json:"actor"`
+	Priority    int    `json:"priority"`
+	Enabled     bool   `json:"enabled"`
+	PerDay      int    `json:"per_day_budget,omitempty"`
+	Source      string `json:"source"`
 	ResultRoute string `json:"result_route"`
 }
 

@@ -283,4 +283,3 @@ func ReadAll(root string, segs []Segment) ([]Event, Tail, error) {
 	})
 	return out, tail, err
 }
-
