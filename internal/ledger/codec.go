@@ -322,7 +322,7 @@ func (s *scanner) event(d *Decoder, e *Event) (prev []byte, err error) {
 				e.Detail = append(json.RawMessage(nil), s.b[start:s.i]...)
 			}
 		case "prev":
-			prev, err = s.rawStr()
+			prev, _, err = s.rawStr()
 		default:
 			for _, n := range fieldNames {
 				if strings.EqualFold(n, string(key)) {
@@ -362,34 +362,61 @@ func (s *scanner) end() error {
 // one that does is refused rather than misread.
 func (s *scanner) key() ([]byte, error) {
 	s.ws()
-	raw, err := s.rawStr()
+	raw, plain, err := s.rawStr()
 	if err != nil {
 		return nil, err
 	}
-	if bytes.IndexByte(raw, '\\') >= 0 {
-		return nil, s.errorf("escaped object key")
+	if !plain {
+		return nil, s.errorf("object keys must be plain ASCII")
 	}
 	return raw, nil
 }
 
-// rawStr reads a string token and returns its content without unescaping.
-func (s *scanner) rawStr() ([]byte, error) {
+// Byte classes inside a JSON string, for a single-pass scan.
+const (
+	chPlain   = iota
+	chQuote   // ends the string
+	chEscape  // backslash: the string needs unescaping
+	chControl // invalid inside a string
+	chHigh    // non-ASCII: needs UTF-8 validation
+)
+
+var strClass = func() (t [256]byte) {
+	for c := range 0x20 {
+		t[c] = chControl
+	}
+	t['"'], t['\\'] = chQuote, chEscape
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = chHigh
+	}
+	return t
+}()
+
+// rawStr reads a string token and returns its content without unescaping;
+// plain is false when it has escapes or non-ASCII bytes.
+func (s *scanner) rawStr() (raw []byte, plain bool, err error) {
 	if s.i >= len(s.b) || s.b[s.i] != '"' {
-		return nil, s.errorf("expected a string")
+		return nil, false, s.errorf("expected a string")
 	}
 	start := s.i + 1
-	for i := start; i < len(s.b); i++ {
-		switch c := s.b[i]; {
-		case c == '"':
+	plain = true
+	b := s.b
+	for i := start; i < len(b); i++ {
+		switch strClass[b[i]] {
+		case chPlain:
+		case chQuote:
 			s.i = i + 1
-			return s.b[start:i], nil
-		case c == '\\':
+			return b[start:i], plain, nil
+		case chEscape:
+			plain = false
 			i++
-		case c < 0x20:
-			return nil, s.errorf("control character in string")
+		case chHigh:
+			plain = false
+		default:
+			return nil, false, s.errorf("control character in string")
 		}
 	}
-	return nil, s.errorf("unterminated string")
+	return nil, false, s.errorf("unterminated string")
 }
 
 func (s *scanner) isNull() bool {
@@ -406,11 +433,11 @@ func (s *scanner) str(d *Decoder, intern bool) (string, error) {
 		return "", nil
 	}
 	start := s.i
-	raw, err := s.rawStr()
+	raw, plain, err := s.rawStr()
 	if err != nil {
 		return "", err
 	}
-	if !plainASCII(raw) {
+	if !plain {
 		var v string
 		if err := json.Unmarshal(s.b[start:s.i], &v); err != nil {
 			return "", err
@@ -428,15 +455,6 @@ func (s *scanner) str(d *Decoder, intern bool) (string, error) {
 		return v, nil
 	}
 	return string(raw), nil
-}
-
-func plainASCII(b []byte) bool {
-	for _, c := range b {
-		if c == '\\' || c >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
 }
 
 // number returns the bytes of a JSON number token, checking its grammar.
@@ -533,7 +551,7 @@ func (s *scanner) time() (time.Time, error) {
 		return time.Time{}, nil
 	}
 	start := s.i
-	raw, err := s.rawStr()
+	raw, _, err := s.rawStr()
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -639,7 +657,7 @@ func (s *scanner) skip(depth int) error {
 	switch c := s.b[s.i]; {
 	case c == '"':
 		start := s.i
-		if _, err := s.rawStr(); err != nil {
+		if _, _, err := s.rawStr(); err != nil {
 			return err
 		}
 		if !json.Valid(s.b[start:s.i]) { // escapes and UTF-8

@@ -49,7 +49,16 @@ type ScanOptions struct {
 	Workers int
 }
 
-const batchSize = 512
+const (
+	batchSize = 512
+	// aheadBatches bounds how far a file's decoder runs ahead of the
+	// consumer: about 40 MB, more than a default 4 MiB segment holds, so
+	// the workers never wait for each other on default settings.
+	aheadBatches = 256
+)
+
+// batches recycles event slices between decoders and the consumer.
+var batches = sync.Pool{New: func() any { return make([]Event, 0, batchSize) }}
 
 type batch struct {
 	events []Event
@@ -83,7 +92,7 @@ func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error
 	}
 	jobs := make([]*job, len(segs))
 	for i, sg := range segs {
-		jobs[i] = &job{seg: sg, out: make(chan batch, 8)}
+		jobs[i] = &job{seg: sg, out: make(chan batch, aheadBatches)}
 	}
 	// A file may be read ahead only while fewer than workers+1 files are
 	// not yet consumed: that bounds memory to a few files' batches.
@@ -138,6 +147,7 @@ func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error
 			if b.err != nil {
 				return tail, b.err
 			}
+			batches.Put(b.events[:0])
 		}
 		<-slots
 		if j.result.lines > 0 {
@@ -179,7 +189,7 @@ func readSegment(root string, seg Segment, verify bool, out chan<- batch, res *s
 	br := bufio.NewReaderSize(zr, 256<<10)
 	dec := NewDecoder()
 	var (
-		b        = batch{events: make([]Event, 0, batchSize)}
+		b        = batch{events: batches.Get().([]Event)}
 		long     []byte // a line longer than the buffer
 		prevHash [sha256.Size]byte
 		last     []byte
@@ -243,7 +253,7 @@ func readSegment(root string, seg Segment, verify bool, out chan<- batch, res *s
 			if !send(b) {
 				return
 			}
-			b = batch{events: make([]Event, 0, batchSize)}
+			b = batch{events: batches.Get().([]Event)}
 		}
 		if errors.Is(err, io.EOF) {
 			break
