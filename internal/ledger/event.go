@@ -143,6 +143,14 @@ type Event struct {
 	Prev string `json:"prev"`
 }
 
+// SlotKey is the idempotency key of a schedule's slot: <id>@<slot RFC3339>.
+func SlotKey(scheduleID string, slot time.Time) string {
+	return scheduleID + "@" + slot.UTC().Format(TimeLayout)
+}
+
+// ChainKey is the idempotency key of a step chained after the run parentKey.
+func ChainKey(parentKey, scheduleID string) string { return parentKey + ">" + scheduleID }
+
 // RunID names one attempt of a slot: "<idempotency_key>#<attempt>".
 func (e *Event) RunID() string { return RunID(e.IdempotencyKey, e.Attempt) }
 

@@ -45,6 +45,9 @@ type ScanOptions struct {
 	// After is the tail the first scanned segment continues from; when set
 	// (Seq > 0) the first event must follow it.
 	After Tail
+	// VerifyLast checks the hash chain of the last N files only: the one
+	// a run appends to must be sound, older ones are `ledger verify`'s job.
+	VerifyLast int
 	// Workers decoding files in parallel (default GOMAXPROCS).
 	Workers int
 }
@@ -100,16 +103,17 @@ func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	go func() {
-		for _, j := range jobs {
+		for i, j := range jobs {
 			select {
 			case slots <- struct{}{}:
 			case <-stop:
 				return
 			}
+			verify := opts.Verify || i >= len(jobs)-opts.VerifyLast
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				readSegment(root, j.seg, opts.Verify, j.out, &j.result, stop)
+				readSegment(root, j.seg, verify, j.out, &j.result, stop)
 			}()
 		}
 	}()
@@ -292,4 +296,33 @@ func ReadAll(root string, segs []Segment) ([]Event, Tail, error) {
 		return nil
 	})
 	return out, tail, err
+}
+
+// First returns the first event of a file, reading only as much as that
+// takes; nil for an empty file.
+func First(root string, seg Segment) (*Event, error) {
+	f, err := os.Open(fileOf(root, seg.Path))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(bufio.NewReader(f))
+	if errors.Is(err, io.EOF) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &CorruptError{File: seg.Path, Line: 1, Kind: gzipKind(err), Msg: err.Error()}
+	}
+	line, err := bufio.NewReaderSize(zr, 64<<10).ReadBytes('\n')
+	if len(line) == 0 && errors.Is(err, io.EOF) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &CorruptError{File: seg.Path, Line: 1, Kind: gzipKind(err), Msg: err.Error()}
+	}
+	var e Event
+	if err := Unmarshal(line[:len(line)-1], &e); err != nil {
+		return nil, &CorruptError{File: seg.Path, Line: 1, Kind: ProblemJSON, Msg: err.Error()}
+	}
+	return &e, nil
 }

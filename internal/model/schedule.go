@@ -144,11 +144,6 @@ func (r *ResultRoute) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// Key is the idempotency key of a slot: <schedule_id>@<slot RFC3339>.
-func Key(scheduleID string, slot time.Time) string {
-	return scheduleID + "@" + slot.UTC().Format(time.RFC3339)
-}
-
 // DeriveID is the stable id of a schedule that has none: a hash of tenant and
 // name, so renaming the file or reordering documents keeps the id.
 func DeriveID(tenant, name string) string {

@@ -45,10 +45,10 @@ func Generate(root string, o Options) (ledger.Tail, error) {
 	}
 	start := time.Date(o.Month.Year(), o.Month.Month(), 1, 0, 0, 0, 0, time.UTC)
 	r := rand.New(rand.NewPCG(o.Seed, 42))
-	store := ledger.Open(root, o.SegmentSize)
+	store := ledger.Open(root, o.SegmentSize).NoSync()
 	var tail ledger.Tail
 	runs := 30 * 24 * 12 // every five minutes for a month
-	perRun := max(1, o.Events/runs)
+	perRun := max(1, (o.Events+runs-1)/runs)
 	written := 0
 	trace := make([]byte, 16)
 	for run := 0; written < o.Events; run++ {

@@ -1,0 +1,189 @@
+// Package plan works out what is due: new cron and interval slots under
+// each schedule's catch-up policy, retries whose backoff has passed, claims
+// whose runner died, and approved requests waiting to run. It is a pure
+// function of configuration, replayed state and time; gating happens later,
+// one candidate at a time, so that each decision sees the previous ones.
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"time"
+
+	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/state"
+)
+
+// Kind says why a candidate is in the plan.
+type Kind string
+
+const (
+	KindSlot     Kind = "slot"     // a new scheduled slot
+	KindMissed   Kind = "missed"   // a slot too late to run: record it, run nothing
+	KindRetry    Kind = "retry"    // a failed slot whose backoff has passed
+	KindLost     Kind = "lost"     // a claim whose runner died: record it as failed
+	KindApproved Kind = "approved" // an approved request waiting to run
+	KindManual   Kind = "manual"   // astra run
+	KindEvent    Kind = "event"    // astra trigger
+)
+
+// Candidate is one slot the runner should consider.
+type Candidate struct {
+	Kind     Kind
+	Schedule *model.Schedule
+	Slot     time.Time
+	Key      string
+	Mode     string // scheduled | manual | event
+	Attempt  int    // 1 for a first run
+	Missed   int    // older slots superseded by this one (catch-up latest/skip)
+	Open     *state.Open
+}
+
+// Filter narrows a plan (run-due flags).
+type Filter struct {
+	ScheduleType string
+	Tenant       string
+	Only         []string // ids or names
+	Shard, Of    int      // shard K of N (1-based); 0 = all
+}
+
+// Match reports whether a schedule passes the filter.
+func (f Filter) Match(s *model.Schedule) bool {
+	if f.ScheduleType != "" && s.Type != f.ScheduleType {
+		return false
+	}
+	if f.Tenant != "" && s.Tenant != f.Tenant {
+		return false
+	}
+	if len(f.Only) > 0 && !slices.Contains(f.Only, s.ID) && !slices.Contains(f.Only, s.Name) {
+		return false
+	}
+	return f.Of <= 1 || ShardOf(s.ID, f.Of) == f.Shard
+}
+
+// ShardOf is the stable 1-based shard of a schedule id among n shards.
+func ShardOf(id string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32()%uint32(n)) + 1
+}
+
+// ParseShard reads "K/N".
+func ParseShard(s string) (k, n int, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	if _, err := fmt.Sscanf(s, "%d/%d", &k, &n); err != nil || n < 1 || k < 1 || k > n {
+		return 0, 0, fmt.Errorf("--shard %q: want K/N with 1 <= K <= N, e.g. 2/4", s)
+	}
+	return k, n, nil
+}
+
+// Due lists the candidates at now, highest priority first, then oldest slot.
+func Due(cfg *model.Config, st *state.State, now time.Time, f Filter) []Candidate {
+	var out []Candidate
+	for _, s := range cfg.Schedules {
+		if !f.Match(s) {
+			continue
+		}
+		out = append(out, open(s, st, now)...)
+		if s.Enabled {
+			out = append(out, slots(s, st, now)...)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Candidate) int {
+		if c := cmp.Compare(b.Schedule.Priority, a.Schedule.Priority); c != 0 {
+			return c
+		}
+		if c := a.Slot.Compare(b.Slot); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Schedule.ID, b.Schedule.ID)
+	})
+	return out
+}
+
+// open turns a schedule's open slots into candidates: lost claims, retries
+// due, and an approved request.
+func open(s *model.Schedule, st *state.State, now time.Time) []Candidate {
+	var out []Candidate
+	for key, o := range st.Open {
+		if o.ScheduleID != s.ID {
+			continue
+		}
+		c := Candidate{Schedule: s, Slot: o.Slot, Key: key, Mode: o.Mode, Attempt: o.Attempt + 1, Open: o}
+		switch {
+		case o.Status == "claimed" && !o.Deadline.IsZero() && now.After(o.Deadline):
+			c.Kind, c.Attempt = KindLost, o.Attempt
+		case o.Status == "retry" && !now.Before(o.RetryAt):
+			c.Kind = KindRetry
+		default:
+			continue // a live claim or a retry still backing off
+		}
+		out = append(out, c)
+	}
+	if a := st.Approvals[s.ID]; a != nil && a.Status == "approved" {
+		if _, busy := st.Open[a.Key]; !busy {
+			out = append(out, Candidate{Kind: KindApproved, Schedule: s, Slot: a.Slot, Key: a.Key, Mode: ledger.ModeScheduled, Attempt: 1})
+		}
+	}
+	return out
+}
+
+// slots returns the new scheduled slots of one schedule under its catch-up
+// policy (docs/design.md, "Catch-up").
+func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
+	sc := st.Schedules[s.ID]
+	base := time.Time{}
+	if sc != nil {
+		base = sc.LastSlot
+		if base.IsZero() {
+			base = sc.CreatedAt
+		}
+	}
+	if base.IsZero() {
+		// First sight: nothing before now is due, but run_immediately runs once.
+		if s.RunImmediately {
+			slot := now.Truncate(time.Minute)
+			return []Candidate{{Kind: KindSlot, Schedule: s, Slot: slot, Key: ledger.SlotKey(s.ID, slot), Mode: ledger.ModeScheduled, Attempt: 1}}
+		}
+		return nil
+	}
+	if s.Spec == nil {
+		return nil
+	}
+	latest := s.Spec.Prev(now)
+	if latest.IsZero() || !latest.After(base) {
+		return nil
+	}
+	mk := func(kind Kind, slot time.Time, missed int) Candidate {
+		return Candidate{Kind: kind, Schedule: s, Slot: slot, Key: ledger.SlotKey(s.ID, slot), Mode: ledger.ModeScheduled, Attempt: 1, Missed: missed}
+	}
+	window := s.Catchup.Window.D()
+	tooLate := now.Sub(latest) > window
+	switch s.Catchup.Policy {
+	case model.CatchupAll:
+		from := base
+		if edge := now.Add(-window); from.Before(edge) {
+			from = edge.Add(-time.Nanosecond)
+		}
+		var out []Candidate
+		for _, t := range s.Spec.Slots(from, now, s.Catchup.Max) {
+			out = append(out, mk(KindSlot, t, 0))
+		}
+		if len(out) == 0 {
+			return []Candidate{mk(KindMissed, latest, 0)}
+		}
+		out[0].Missed = s.Spec.Count(base, from, 1000)
+		return out
+	default: // latest, skip: only the newest slot, if not too late
+		missed := s.Spec.Count(base, latest.Add(-time.Nanosecond), 1000)
+		if tooLate {
+			return []Candidate{mk(KindMissed, latest, missed)}
+		}
+		return []Candidate{mk(KindSlot, latest, missed)}
+	}
+}

@@ -1,0 +1,405 @@
+// Package state rebuilds astra's run, budget and approval state by replaying
+// the ledger. Nothing else is stored: the ledger is the database.
+package state
+
+import (
+	"encoding/json"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/astra-gitops/astra/internal/ledger"
+)
+
+// ManualKeyTTL is how long a completed manual or event idempotency key is
+// remembered (seed 003: 24h idempotency TTL). Scheduled slots need no
+// memory of their own: LastSlot covers them.
+const ManualKeyTTL = 24 * time.Hour
+
+// RateWindow is the longest rate-limit window (per hour).
+const RateWindow = time.Hour
+
+// Statuses of open slots.
+const (
+	OpenClaimed = "claimed" // a runner owns it and has not recorded an outcome
+	OpenRetry   = "retry"   // failed; runs again once RetryAt has passed
+)
+
+// State is what replay knows at Now.
+type State struct {
+	Now time.Time
+
+	snapshot
+
+	Spend   Spend
+	Alerted map[string]bool // AlertKey of alerts raised in the current periods
+	Pause   *Pause          // active global-budget pause
+	Resumed map[string]bool // "day:2026-11-22": a human resumed that period
+	Events  int             // events replayed
+}
+
+// snapshot is the part of the state a month checkpoint carries forward.
+type snapshot struct {
+	Schedules   map[string]*Schedule   `json:"schedules"`
+	Open        map[string]*Open       `json:"open"`         // by idempotency key
+	Done        map[string]time.Time   `json:"done"`         // completed manual/event keys
+	DeadLetters map[string]*DeadLetter `json:"dead_letters"` // by idempotency key
+	Approvals   map[string]*Approval   `json:"approvals"`    // open request, by schedule id
+	Consumed    map[string]time.Time   `json:"consumed"`     // approval token id -> its expiry
+	Known       map[string]string      `json:"known"`        // schedule id -> definition hash
+	ActorRuns   map[string][]time.Time `json:"actor_runs"`   // run starts within RateWindow
+}
+
+// Schedule is what the ledger says about one schedule.
+type Schedule struct {
+	CreatedAt  time.Time `json:"created_at"`
+	LastSlot   time.Time `json:"last_slot"`   // newest own scheduled slot with any event
+	LastRunAt  time.Time `json:"last_run_at"` // last completed or failed run
+	LastStatus string    `json:"last_status"` // completed | failed | skipped:<reason>
+	Day        string    `json:"day"`         // the UTC day Consumed counts (seed 000 last_reset)
+	Consumed   int       `json:"consumed"`    // successful tier>=1 runs on Day
+	Deleted    bool      `json:"deleted,omitempty"`
+}
+
+// Open is a slot that has started but not ended.
+type Open struct {
+	ScheduleID string    `json:"schedule_id"`
+	Slot       time.Time `json:"slot"`
+	Mode       string    `json:"mode"`
+	Status     string    `json:"status"` // OpenClaimed | OpenRetry
+	Attempt    int       `json:"attempt"`
+	RetryAt    time.Time `json:"retry_at,omitzero"`
+	ClaimedAt  time.Time `json:"claimed_at,omitzero"`
+	Deadline   time.Time `json:"deadline,omitzero"` // a claim past this is lost
+	Runner     string    `json:"runner,omitempty"`
+	TraceID    string    `json:"trace_id,omitempty"`
+	Actor      string    `json:"actor,omitempty"`
+	Tool       string    `json:"tool,omitempty"`
+	Tier       int       `json:"tier,omitempty"`
+	Error      string    `json:"error,omitempty"` // last failure, for a retry
+}
+
+// DeadLetter is a slot that failed every attempt (seed 002 dead letter).
+type DeadLetter struct {
+	Key        string    `json:"key"`
+	ScheduleID string    `json:"schedule_id"`
+	Slot       time.Time `json:"slot"`
+	Mode       string    `json:"mode"`
+	Attempts   int       `json:"attempts"`
+	Error      string    `json:"error,omitempty"`
+	At         time.Time `json:"at"`
+	TraceID    string    `json:"trace_id,omitempty"`
+}
+
+// Approval is the open approval request of a schedule (one per schedule).
+type Approval struct {
+	Key         string    `json:"key"`
+	Slot        time.Time `json:"slot"`
+	Status      string    `json:"status"` // pending | approved
+	PR          int       `json:"pr,omitempty"`
+	PayloadHash string    `json:"payload_hash,omitempty"`
+	RequestedAt time.Time `json:"requested_at"`
+	ExpiresAt   time.Time `json:"expires_at"`
+	By          string    `json:"by,omitempty"`
+	TraceID     string    `json:"trace_id,omitempty"`
+}
+
+// Spend is what runs cost in the current UTC day and month (seed 002).
+type Spend struct {
+	DayUSD, MonthUSD       float64
+	DayTokens, MonthTokens int64
+}
+
+// Pause is an active global-budget pause.
+type Pause struct {
+	Period string    // day | month
+	Since  time.Time // when it was recorded
+	Mode   string    // the on_limit_reached action in force
+}
+
+// New returns an empty state at now.
+func New(now time.Time) *State {
+	return &State{Now: now.UTC(), snapshot: emptySnapshot(), Alerted: map[string]bool{}, Resumed: map[string]bool{}}
+}
+
+func emptySnapshot() snapshot {
+	return snapshot{
+		Schedules:   map[string]*Schedule{},
+		Open:        map[string]*Open{},
+		Done:        map[string]time.Time{},
+		DeadLetters: map[string]*DeadLetter{},
+		Approvals:   map[string]*Approval{},
+		Consumed:    map[string]time.Time{},
+		Known:       map[string]string{},
+		ActorRuns:   map[string][]time.Time{},
+	}
+}
+
+// Day and Month name the UTC periods budgets reset on.
+func Day(t time.Time) string   { return t.UTC().Format(time.DateOnly) }
+func Month(t time.Time) string { return ledger.Month(t) }
+
+// PeriodOf names the budget period ("day" or "month") that t falls in.
+func PeriodOf(period string, t time.Time) string {
+	if period == "month" {
+		return Month(t)
+	}
+	return Day(t)
+}
+
+// ResumedIn reports whether a human resumed the budget in the current period.
+func (s *State) ResumedIn(period string) bool { return s.Resumed[period+":"+PeriodOf(period, s.Now)] }
+
+// AlertKey names one alert threshold within one budget period, so each
+// alert is raised once per period.
+func AlertKey(period string, t time.Time, threshold float64) string {
+	return period + ":" + PeriodOf(period, t) + ":" + strconv.FormatFloat(threshold, 'g', -1, 64)
+}
+
+// Schedule returns what the ledger knows of a schedule, or nil.
+func (s *State) Schedule(id string) *Schedule { return s.Schedules[id] }
+
+func (s *State) schedule(id string) *Schedule {
+	sc := s.Schedules[id]
+	if sc == nil {
+		sc = &Schedule{}
+		s.Schedules[id] = sc
+	}
+	return sc
+}
+
+// ConsumedToday is the seed 000 RunBudget "consumed" of a schedule at Now:
+// successful runs today plus today's claims without an outcome yet, so
+// concurrent runners cannot overrun a budget between them.
+func (s *State) ConsumedToday(id string) int {
+	n := 0
+	if sc := s.Schedules[id]; sc != nil && sc.Day == Day(s.Now) {
+		n = sc.Consumed
+	}
+	for _, o := range s.Open {
+		if o.ScheduleID == id && o.Status == OpenClaimed && o.Tier >= 1 && Day(o.ClaimedAt) == Day(s.Now) {
+			n++
+		}
+	}
+	return n
+}
+
+// RunsSince counts an actor's run starts after t.
+func (s *State) RunsSince(actor string, t time.Time) int {
+	n := 0
+	for _, ts := range s.ActorRuns[actor] {
+		if ts.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// Quarantined reports whether a schedule has an unreleased dead letter.
+func (s *State) Quarantined(id string) bool {
+	for _, d := range s.DeadLetters {
+		if d.ScheduleID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// ConsumedDetail is the Detail of approval.consumed: the id of the token
+// used, so the same token can never run twice, even if its file stays.
+type ConsumedDetail struct {
+	Token string `json:"token"`
+}
+
+// TokenIDOf reads the token id of an approval.consumed event.
+func TokenIDOf(e *ledger.Event) string {
+	var d ConsumedDetail
+	if json.Unmarshal(e.Detail, &d) != nil {
+		return ""
+	}
+	return d.Token
+}
+
+// TokenConsumed reports whether an approval token id was already used.
+func (s *State) TokenConsumed(id string) bool { _, ok := s.Consumed[id]; return ok }
+
+// ownSlot reports whether e is about a schedule's own cron or interval
+// slot, keyed "<id>@<slot>": not a manual run or an event (other modes),
+// nor a chained step, whose key is its parent's key plus ">" and its id.
+func ownSlot(e *ledger.Event) bool {
+	k, id := e.IdempotencyKey, e.ScheduleID
+	return e.Mode == ledger.ModeScheduled && !e.Slot.IsZero() && id != "" &&
+		len(k) == len(id)+1+len(ledger.TimeLayout) && k[len(id)] == '@' && k[:len(id)] == id
+}
+
+// Apply folds one event into the state. Events must come in ledger order.
+func (s *State) Apply(e *ledger.Event) {
+	s.Events++
+	if ownSlot(e) {
+		if sc := s.schedule(e.ScheduleID); e.Slot.After(sc.LastSlot) {
+			sc.LastSlot = e.Slot
+		}
+	}
+	switch e.Event {
+	case ledger.RunClaimed:
+		s.Open[e.IdempotencyKey] = &Open{
+			ScheduleID: e.ScheduleID, Slot: e.Slot, Mode: e.Mode, Status: OpenClaimed, Attempt: max(e.Attempt, 1),
+			ClaimedAt: e.TS, Deadline: e.ExpiresAt, Runner: e.Runner, TraceID: e.TraceID, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier,
+		}
+		if e.Actor != "" && e.TS.After(s.Now.Add(-RateWindow)) {
+			s.ActorRuns[e.Actor] = append(s.ActorRuns[e.Actor], e.TS)
+		}
+	case ledger.RunCompleted, ledger.RunFailed:
+		delete(s.Open, e.IdempotencyKey)
+		sc := s.schedule(e.ScheduleID)
+		sc.LastRunAt = e.TS
+		if e.Event == ledger.RunCompleted {
+			sc.LastStatus = "completed"
+			if e.Tier >= 1 {
+				if d := Day(e.TS); sc.Day != d {
+					sc.Day, sc.Consumed = d, 0
+				}
+				sc.Consumed++
+			}
+			if !ownSlot(e) {
+				s.Done[e.IdempotencyKey] = e.TS
+			}
+		} else {
+			sc.LastStatus = "failed"
+		}
+		s.addSpend(e)
+	case ledger.RunRetryScheduled:
+		s.Open[e.IdempotencyKey] = &Open{
+			ScheduleID: e.ScheduleID, Slot: e.Slot, Mode: e.Mode, Status: OpenRetry, Attempt: max(e.Attempt, 1),
+			RetryAt: e.RetryAt, TraceID: e.TraceID, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier, Error: e.Error,
+		}
+	case ledger.RunDeadLettered:
+		delete(s.Open, e.IdempotencyKey)
+		s.DeadLetters[e.IdempotencyKey] = &DeadLetter{
+			Key: e.IdempotencyKey, ScheduleID: e.ScheduleID, Slot: e.Slot, Mode: e.Mode, Attempts: e.Attempt, Error: e.Error,
+			At: e.TS, TraceID: e.TraceID,
+		}
+	case ledger.DeadLetterReleased:
+		if d := s.DeadLetters[e.IdempotencyKey]; d != nil {
+			delete(s.DeadLetters, e.IdempotencyKey)
+			s.Open[e.IdempotencyKey] = &Open{
+				ScheduleID: d.ScheduleID, Slot: d.Slot, Mode: d.Mode, Status: OpenRetry, RetryAt: e.TS,
+				TraceID: d.TraceID, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier,
+			}
+		}
+	case ledger.RunSkipped:
+		if e.ScheduleID != "" {
+			s.schedule(e.ScheduleID).LastStatus = "skipped:" + e.Reason
+		}
+		// A skip ends whatever was open for the key (a lost claim, a retry
+		// that is no longer allowed).
+		delete(s.Open, e.IdempotencyKey)
+	case ledger.ApprovalRequested:
+		s.Approvals[e.ScheduleID] = &Approval{
+			Key: e.IdempotencyKey, Slot: e.Slot, Status: "pending", PR: e.PR, PayloadHash: e.PayloadHash,
+			RequestedAt: e.TS, ExpiresAt: e.ExpiresAt, TraceID: e.TraceID,
+		}
+	case ledger.ApprovalApproved:
+		if a := s.Approvals[e.ScheduleID]; a != nil {
+			a.Status, a.By = "approved", e.By
+			if e.PR != 0 {
+				a.PR = e.PR
+			}
+			if !e.ExpiresAt.IsZero() {
+				a.ExpiresAt = e.ExpiresAt
+			}
+		}
+	case ledger.ApprovalRejected, ledger.ApprovalExpired:
+		if a := s.Approvals[e.ScheduleID]; a != nil && (e.IdempotencyKey == "" || a.Key == e.IdempotencyKey) {
+			delete(s.Approvals, e.ScheduleID)
+		}
+	case ledger.ApprovalConsumed:
+		delete(s.Approvals, e.ScheduleID)
+		if id := TokenIDOf(e); id != "" {
+			s.Consumed[id] = e.ExpiresAt
+		}
+	case ledger.BudgetWarning, ledger.BudgetExceeded:
+		if e.Period != "" {
+			s.Alerted[AlertKey(e.Period, e.TS, e.Threshold)] = true
+		}
+	case ledger.BudgetPaused:
+		if PeriodOf(e.Period, e.TS) == PeriodOf(e.Period, s.Now) {
+			s.Pause = &Pause{Period: e.Period, Since: e.TS, Mode: e.Status}
+		}
+	case ledger.BudgetResumed:
+		s.Pause = nil
+		s.Resumed[e.Period+":"+PeriodOf(e.Period, e.TS)] = true
+	case ledger.ScheduleCreated, ledger.ScheduleUpdated:
+		sc := s.schedule(e.ScheduleID)
+		if e.Event == ledger.ScheduleCreated || sc.CreatedAt.IsZero() {
+			sc.CreatedAt = e.TS
+		}
+		sc.Deleted = false
+		s.Known[e.ScheduleID] = e.PayloadHash
+	case ledger.ScheduleDeleted:
+		s.schedule(e.ScheduleID).Deleted = true
+		delete(s.Known, e.ScheduleID)
+	case ledger.LedgerCheckpoint:
+		s.restore(e.Detail)
+	}
+}
+
+func (s *State) addSpend(e *ledger.Event) {
+	if e.Usage.IsZero() || Month(e.TS) != Month(s.Now) {
+		return
+	}
+	s.Spend.MonthUSD += e.Usage.CostUSD
+	s.Spend.MonthTokens += e.Usage.Tokens
+	if Day(e.TS) == Day(s.Now) {
+		s.Spend.DayUSD += e.Usage.CostUSD
+		s.Spend.DayTokens += e.Usage.Tokens
+	}
+}
+
+// Checkpoint is the ledger.checkpoint event that opens a new month: it
+// carries forward what replay of that month alone could not know, so that
+// replay reads one month, not the whole history.
+func (s *State) Checkpoint(ts time.Time) *ledger.Event {
+	snap := s.snapshot
+	snap.Done = map[string]time.Time{}
+	for k, t := range s.Done {
+		if ts.Sub(t) < ManualKeyTTL {
+			snap.Done[k] = t
+		}
+	}
+	snap.Consumed = map[string]time.Time{}
+	for k, exp := range s.Consumed {
+		if exp.IsZero() || exp.After(ts) {
+			snap.Consumed[k] = exp
+		}
+	}
+	snap.ActorRuns = map[string][]time.Time{}
+	for a, runs := range s.ActorRuns {
+		for _, t := range runs {
+			if ts.Sub(t) < RateWindow {
+				snap.ActorRuns[a] = append(snap.ActorRuns[a], t)
+			}
+		}
+	}
+	detail, err := json.Marshal(&snap)
+	if err != nil {
+		panic(err) // plain data only
+	}
+	return &ledger.Event{TS: ts, Event: ledger.LedgerCheckpoint, Status: "ok", Detail: detail}
+}
+
+func (s *State) restore(detail []byte) {
+	var snap snapshot
+	if json.Unmarshal(detail, &snap) != nil {
+		return // a checkpoint we cannot read leaves the replayed state as is
+	}
+	s.snapshot = emptySnapshot()
+	maps.Copy(s.Schedules, snap.Schedules)
+	maps.Copy(s.Open, snap.Open)
+	maps.Copy(s.Done, snap.Done)
+	maps.Copy(s.DeadLetters, snap.DeadLetters)
+	maps.Copy(s.Approvals, snap.Approvals)
+	maps.Copy(s.Consumed, snap.Consumed)
+	maps.Copy(s.Known, snap.Known)
+	maps.Copy(s.ActorRuns, snap.ActorRuns)
+}

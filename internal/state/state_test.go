@@ -1,0 +1,246 @@
+package state
+
+import (
+	"bufio"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/gzip"
+
+	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/ledger/ledgertest"
+)
+
+// naive recomputes what replay should know with encoding/json and plain
+// loops, sharing no code with State.Apply.
+type naive struct {
+	lastSlot    map[string]time.Time
+	consumed    map[string]int // successful tier>=1 runs on the day of now
+	open        map[string]string
+	dayUSD      float64
+	monthUSD    float64
+	actorRuns   map[string]int // claims in the last hour before now
+	approvals   map[string]int // open requests' PR by schedule
+	deadLetters int
+}
+
+func computeNaively(t *testing.T, root string, now time.Time) naive {
+	t.Helper()
+	n := naive{lastSlot: map[string]time.Time{}, consumed: map[string]int{}, open: map[string]string{}, actorRuns: map[string]int{}, approvals: map[string]int{}}
+	segs, err := ledger.Open(root, 0).Segments() // file order only
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seg := range segs {
+		f, err := os.Open(filepath.Join(root, seg.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(zr)
+		sc.Buffer(nil, 1<<24)
+		for sc.Scan() {
+			var e map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				t.Fatal(err)
+			}
+			str := func(k string) string { s, _ := e[k].(string); return s }
+			num := func(k string) float64 { f, _ := e[k].(float64); return f }
+			ts, _ := time.Parse(time.RFC3339, str("ts"))
+			slot, _ := time.Parse(time.RFC3339, str("slot"))
+			id, key := str("schedule_id"), str("idempotency_key")
+			if str("scheduled_vs_manual") == "scheduled" && key == id+"@"+slot.Format(time.RFC3339) && slot.After(n.lastSlot[id]) {
+				n.lastSlot[id] = slot
+			}
+			switch str("event") {
+			case "run.claimed":
+				n.open[key] = "claimed"
+				if ts.After(now.Add(-time.Hour)) {
+					n.actorRuns[str("actor")]++
+				}
+			case "run.completed", "run.failed":
+				delete(n.open, key)
+				if str("event") == "run.completed" && num("tier") >= 1 && ts.Format("2006-01-02") == now.Format("2006-01-02") {
+					n.consumed[id]++
+				}
+				if u, ok := e["usage"].(map[string]any); ok && ts.Format("2006-01") == now.Format("2006-01") {
+					c, _ := u["cost_usd"].(float64)
+					n.monthUSD += c
+					if ts.Format("2006-01-02") == now.Format("2006-01-02") {
+						n.dayUSD += c
+					}
+				}
+			case "run.retry_scheduled":
+				n.open[key] = "retry"
+			case "run.skipped":
+				delete(n.open, key)
+			case "approval.requested":
+				n.approvals[id] = int(num("pr"))
+			}
+		}
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	return n
+}
+
+func TestReplayAgreesWithNaiveComputation(t *testing.T) {
+	root := t.TempDir()
+	tail, err := ledgertest.Generate(root, ledgertest.Options{Schedules: 300, Events: 60_000, SegmentSize: 256 << 10, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := tail.TS.Add(time.Minute)
+	st, rt, err := Replay(ledger.Open(root, 256<<10), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt.Hash != tail.Hash || rt.Seq != tail.Seq {
+		t.Fatalf("replay tail %+v, generator tail %+v", rt, tail)
+	}
+	n := computeNaively(t, root, now)
+	if len(n.lastSlot) < 250 {
+		t.Fatalf("generated data too thin: %d schedules", len(n.lastSlot))
+	}
+	for id, want := range n.lastSlot {
+		if got := st.Schedules[id].LastSlot; !got.Equal(want) {
+			t.Errorf("%s: last slot %s, want %s", id, got, want)
+		}
+	}
+	for id := range st.Schedules {
+		if got, want := st.ConsumedToday(id)-openClaimsToday(st, id), n.consumed[id]; got != want {
+			t.Errorf("%s: consumed today %d, want %d", id, got, want)
+		}
+	}
+	if len(st.Open) != len(n.open) {
+		t.Errorf("open slots: %d, want %d", len(st.Open), len(n.open))
+	}
+	for k, status := range n.open {
+		if o := st.Open[k]; o == nil || o.Status != status {
+			t.Errorf("open %s: %+v, want %s", k, o, status)
+		}
+	}
+	if math.Abs(st.Spend.DayUSD-n.dayUSD) > 1e-9 || math.Abs(st.Spend.MonthUSD-n.monthUSD) > 1e-6 {
+		t.Errorf("spend day %v month %v, want %v %v", st.Spend.DayUSD, st.Spend.MonthUSD, n.dayUSD, n.monthUSD)
+	}
+	for a, want := range n.actorRuns {
+		if got := st.RunsSince(a, now.Add(-time.Hour)); got != want {
+			t.Errorf("actor %s: %d runs in the last hour, want %d", a, got, want)
+		}
+	}
+	for id, pr := range n.approvals {
+		if a := st.Approvals[id]; a == nil || a.PR != pr {
+			t.Errorf("approval of %s: %+v, want PR %d", id, a, pr)
+		}
+	}
+}
+
+func openClaimsToday(st *State, id string) int {
+	n := 0
+	for _, o := range st.Open {
+		if o.ScheduleID == id && o.Status == OpenClaimed && o.Tier >= 1 && Day(o.ClaimedAt) == Day(st.Now) {
+			n++
+		}
+	}
+	return n
+}
+
+func run(id string, slot time.Time, kind ledger.Kind, tier int) *ledger.Event {
+	return &ledger.Event{Event: kind, ScheduleID: id, Slot: slot, IdempotencyKey: ledger.SlotKey(id, slot), Actor: "astra",
+		Tool: "t", Tier: tier, Status: "ok", Mode: ledger.ModeScheduled, Usage: ledger.Usage{CostUSD: 0.25}}
+}
+
+// TestCheckpointBoundsReplay: the first event of a month is a checkpoint,
+// and replay of the new month alone knows what the old month taught it.
+func TestCheckpointBoundsReplay(t *testing.T) {
+	root := t.TempDir()
+	store := ledger.Open(root, 0)
+	nov := time.Date(2026, 11, 30, 23, 0, 0, 0, time.UTC)
+	clock := nov
+	j := NewJournal(store, New(nov), ledger.Tail{}, func() time.Time { return clock }, false)
+	if err := j.Record(
+		&ledger.Event{Event: ledger.ScheduleCreated, ScheduleID: "a", PayloadHash: "h1", Mode: ledger.ModeScheduled},
+		run("a", nov, ledger.RunClaimed, 1),
+		run("a", nov, ledger.RunCompleted, 1),
+		&ledger.Event{Event: ledger.RunDeadLettered, ScheduleID: "b", Slot: nov, IdempotencyKey: ledger.SlotKey("b", nov), Mode: ledger.ModeScheduled, Attempt: 3, Error: "boom"},
+	); err != nil {
+		t.Fatal(err)
+	}
+	clock = time.Date(2026, 12, 1, 0, 5, 0, 0, time.UTC)
+	j.State().Now = clock
+	if err := j.Record(run("a", clock.Truncate(time.Hour), ledger.RunClaimed, 1)); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := store.Segments()
+	if len(segs) != 2 {
+		t.Fatalf("segments %v", segs)
+	}
+	first, err := ledger.First(root, segs[1])
+	if err != nil || first.Event != ledger.LedgerCheckpoint {
+		t.Fatalf("December does not open with a checkpoint: %+v %v", first, err)
+	}
+	if _, err := ledger.Verify(root, segs); err != nil {
+		t.Fatalf("chain across months: %v", err)
+	}
+	// Break November: replay must not need it.
+	if err := os.WriteFile(filepath.Join(root, segs[0].Path), []byte("not gzip"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := Replay(store, clock)
+	if err != nil {
+		t.Fatalf("replay read the old month: %v", err)
+	}
+	if st.Known["a"] != "h1" || st.Schedules["a"].LastSlot.IsZero() || len(st.DeadLetters) != 1 || len(st.Open) != 1 {
+		t.Fatalf("checkpoint lost state: known %v schedules %+v dead %d open %d", st.Known, st.Schedules["a"], len(st.DeadLetters), len(st.Open))
+	}
+	if st.Spend.MonthUSD != 0 {
+		t.Fatalf("November's spend counted in December: %v", st.Spend.MonthUSD)
+	}
+}
+
+// TestPerDayBudgetResets: seed 000 RunBudget: consumed counts successful
+// tier-1 runs of the UTC day, and resets when the date changes.
+func TestPerDayBudgetResets(t *testing.T) {
+	day := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+	st := New(day.Add(20 * time.Hour))
+	for h := range 4 {
+		slot := day.Add(time.Duration(h*4) * time.Hour)
+		e := run("a", slot, ledger.RunCompleted, 1)
+		e.TS = slot
+		st.Apply(e)
+	}
+	failed := run("a", day.Add(17*time.Hour), ledger.RunFailed, 1)
+	failed.TS = day.Add(17 * time.Hour)
+	st.Apply(failed)
+	if got := st.ConsumedToday("a"); got != 4 {
+		t.Fatalf("consumed %d, want 4 (failures do not count)", got)
+	}
+	st.Now = day.Add(24 * time.Hour)
+	if got := st.ConsumedToday("a"); got != 0 {
+		t.Fatalf("consumed %d after midnight UTC, want 0", got)
+	}
+}
+
+func TestDryJournalWritesNothing(t *testing.T) {
+	root := t.TempDir()
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	j := NewJournal(ledger.Open(root, 0), New(now), ledger.Tail{}, func() time.Time { return now }, true)
+	if err := j.Record(run("a", now, ledger.RunClaimed, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if len(j.State().Open) != 1 {
+		t.Fatal("dry journal did not apply the event")
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Fatalf("dry journal wrote %v", entries)
+	}
+}
