@@ -182,11 +182,11 @@ func New(t testing.TB, cfg Config) *Server {
 	if err := s.initRepo(cfg.Files); err != nil {
 		t.Fatalf("githubtest: init repository: %v", err)
 	}
-	s.BotToken = "ghs_" + randomHex(18)
-	s.AddUser(s.BotToken, BotLogin)
 	s.hs = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.URL = s.hs.URL
 	t.Cleanup(s.hs.Close)
+	s.BotToken = "ghs_" + randomHex(18)
+	s.AddUser(s.BotToken, BotLogin)
 	return s
 }
 
