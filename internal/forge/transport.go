@@ -251,22 +251,24 @@ func (t *transport) noteExhausted(resp *http.Response) {
 func (t *transport) waitForReset(ctx context.Context, op string, attempt int) error {
 	t.mu.Lock()
 	until, reset := t.exhaustedUntil, t.exhaustedReset
-	t.exhaustedUntil = time.Time{}
 	t.mu.Unlock()
 	if until.IsZero() {
 		return nil
 	}
 	wait := until.Sub(t.now())
-	if wait <= 0 {
-		return nil
-	}
 	if wait > t.maxWait {
-		t.mu.Lock()
-		if t.exhaustedUntil.IsZero() {
-			t.exhaustedUntil, t.exhaustedReset = until, reset // still spent for later calls
-		}
-		t.mu.Unlock()
+		// Still spent for later calls too; fail without a request.
 		return &RateLimitError{Op: op, Wait: wait, Reset: reset, MaxWait: t.maxWait, Attempts: attempt - 1}
 	}
-	return t.sleep(ctx, wait)
+	if wait > 0 {
+		if err := t.sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+	t.mu.Lock()
+	if t.exhaustedUntil.Equal(until) {
+		t.exhaustedUntil, t.exhaustedReset = time.Time{}, time.Time{}
+	}
+	t.mu.Unlock()
+	return nil
 }
