@@ -3,8 +3,11 @@ package githubtest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -272,4 +275,59 @@ func gitFsck(t *testing.T, dir string) {
 	if out, err := exec.Command("git", "-C", dir, "fsck", "--strict").CombinedOutput(); err != nil {
 		t.Fatalf("git fsck: %v\n%s", err, out)
 	}
+}
+
+// TestCloneAndPushWithGit checks what astra's end-to-end tests rely on: the
+// bare repository can be cloned over file://, and a push made with the real
+// git is what the API serves next (the fake never caches repository state).
+func TestCloneAndPushWithGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	srv := githubtest.New(t, githubtest.Config{Repository: "o/r"})
+	work := t.TempDir()
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = work
+		cmd.Env = append(cmd.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	run("clone", "-q", "file://"+srv.RepoDir(), ".")
+	// Enough objects that receive-pack keeps a pack file instead of
+	// unpacking loose objects.
+	for i := 0; i < 150; i++ {
+		if err := os.WriteFile(filepath.Join(work, fmt.Sprintf("f%03d.txt", i)), []byte(fmt.Sprint(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("add", ".")
+	run("commit", "-q", "-m", "many files")
+	run("push", "-q", "origin", "HEAD:main")
+	if packs, _ := filepath.Glob(filepath.Join(srv.RepoDir(), "objects", "pack", "*.pack")); len(packs) == 0 {
+		t.Fatal("the push left no pack file; the test no longer covers reading pushed packs")
+	}
+
+	fc, _, _, err := srv.Client(srv.BotToken).Repositories.GetContents(ctx, "o", "r", "f149.txt", &github.RepositoryContentGetOptions{Ref: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := fc.GetContent(); got != "149" {
+		t.Fatalf("content = %q", got)
+	}
+	// And a commit made through the API on top of the pushed one is
+	// fetched by git.
+	res, _, err := srv.Client(srv.BotToken).Repositories.CreateFile(ctx, "o", "r", "api.txt",
+		&github.RepositoryContentFileOptions{Message: github.String("api"), Content: []byte("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run("pull", "-q", "--ff-only", "origin", "main")
+	if data, err := os.ReadFile(filepath.Join(work, "api.txt")); err != nil || string(data) != "a" {
+		t.Fatalf("api.txt after pull = %q, %v (commit %s)", data, err, res.GetSHA())
+	}
+	gitFsck(t, srv.RepoDir())
 }
