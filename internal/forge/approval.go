@@ -136,6 +136,10 @@ func (c *Client) EnsureApprovalPR(ctx context.Context, req ApprovalRequest) (pr 
 	if err != nil {
 		return PR{}, false, c.fail(err, "approval PR for %s: commit %s on %s", req.ScheduleID, req.Path, branch)
 	}
+	if put.commit == "" {
+		// GitHub would refuse the PR with "No commits between".
+		return PR{}, false, c.failf("approval PR for %s: %s on %s already holds this token; nothing to approve", req.ScheduleID, req.Path, base)
+	}
 	ghPR, _, err := c.gh.PullRequests.Create(retryablePOST(ctx), c.owner, c.repo, &github.NewPullRequest{
 		Title: ptr(req.Title),
 		Head:  ptr(branch),

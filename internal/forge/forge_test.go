@@ -531,3 +531,14 @@ func TestEnsureApprovalPRConvergesWhenAnotherRunOpenedIt(t *testing.T) {
 		t.Errorf("open PRs = %d, labels %v", len(prs), prs[0].Labels)
 	}
 }
+
+func TestEnsureApprovalPRRefusesTokenAlreadyOnBase(t *testing.T) {
+	srv, c, _ := setup(t)
+	req := approval("same")
+	req.Token = func(int) []byte { return []byte("constant\n") }
+	srv.CommitFiles(t, "main", map[string][]byte{req.Path: []byte("constant\n")}, "token already there")
+	_, _, err := c.EnsureApprovalPR(context.Background(), req)
+	if err == nil || !strings.Contains(err.Error(), "already holds this token") {
+		t.Fatalf("err = %v", err)
+	}
+}

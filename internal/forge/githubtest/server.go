@@ -280,7 +280,8 @@ func (s *Server) setTeamMember(org, slug, login, state string) {
 
 // FailNext makes the next request matching method ("" = any) and pathPattern
 // (path.Match syntax, "*" stops at "/") answer status with headers instead
-// of being served. Queued faults are consumed in order, one per request.
+// of being served. Queued faults are consumed in order, one per request,
+// before authentication (the faulted request is recorded with its status).
 //
 //	srv.FailNext("GET", "/repos/o/r/pulls/*", 502, nil)
 //	srv.FailNext("", "*", 403, map[string]string{"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1700000000"})
