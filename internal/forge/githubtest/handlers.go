@@ -1,0 +1,744 @@
+package githubtest
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/google/go-github/v60/github"
+)
+
+const maxBody = 65536 // GitHub's limit for issue and pull request bodies
+
+// ---- repository and refs ----
+
+func (s *Server) getRepo(c *call) {
+	writeJSON(c.w, http.StatusOK, s.repoJSON(c))
+}
+
+func (s *Server) refJSON(name string, h plumbing.Hash) *github.Reference {
+	return &github.Reference{
+		Ref:    github.String(name),
+		URL:    github.String(s.repoAPI() + "/git/" + name),
+		NodeID: github.String("REF_fake"),
+		Object: &github.GitObject{
+			Type: github.String("commit"),
+			SHA:  github.String(h.String()),
+			URL:  github.String(s.repoAPI() + "/git/commits/" + h.String()),
+		},
+	}
+}
+
+// getRef serves GET git/ref/{ref} and git/refs/{ref} for one exact ref.
+func (s *Server) getRef(c *call, ref string) {
+	name := plumbing.ReferenceName("refs/" + ref)
+	r, err := c.repo.Reference(name, true)
+	if err != nil || !(name.IsBranch() || name.IsTag()) {
+		notFound(c.w)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, s.refJSON(name.String(), r.Hash()))
+}
+
+// createRefRequest mirrors go-github's unexported request struct.
+type createRefRequest struct {
+	Ref *string `json:"ref"`
+	SHA *string `json:"sha"`
+}
+
+func (s *Server) createRef(c *call) {
+	var req createRefRequest
+	if !decode(c, &req) {
+		return
+	}
+	if req.Ref == nil || req.SHA == nil {
+		unprocessable(c.w, `Invalid request.
+
+"ref", "sha" weren't supplied.`)
+		return
+	}
+	name := plumbing.ReferenceName(*req.Ref)
+	if !name.IsBranch() || name.Validate() != nil || strings.Count(name.String(), "/") < 2 {
+		unprocessable(c.w, "Reference name is invalid") // the fake only creates branches
+		return
+	}
+	h := plumbing.NewHash(*req.SHA)
+	if _, err := c.repo.CommitObject(h); !plumbing.IsHash(*req.SHA) || err != nil {
+		unprocessable(c.w, "Object does not exist")
+		return
+	}
+	if err := setBranch(c.repo, name.Short(), h, plumbing.ZeroHash); err != nil {
+		unprocessable(c.w, "Reference already exists")
+		return
+	}
+	writeJSON(c.w, http.StatusCreated, s.refJSON(name.String(), h))
+}
+
+// updateRefRequest mirrors go-github's unexported request struct.
+type updateRefRequest struct {
+	SHA   *string `json:"sha"`
+	Force *bool   `json:"force"`
+}
+
+func (s *Server) updateRef(c *call, ref string) {
+	var req updateRefRequest
+	if !decode(c, &req) {
+		return
+	}
+	name := plumbing.ReferenceName("refs/" + ref)
+	cur, err := c.repo.Reference(name, true)
+	if err != nil || !name.IsBranch() {
+		unprocessable(c.w, "Reference does not exist")
+		return
+	}
+	if req.SHA == nil || !plumbing.IsHash(*req.SHA) {
+		unprocessable(c.w, `Invalid request.
+
+"sha" wasn't supplied.`)
+		return
+	}
+	h := plumbing.NewHash(*req.SHA)
+	if _, err := c.repo.CommitObject(h); err != nil {
+		unprocessable(c.w, "Object does not exist")
+		return
+	}
+	if req.Force == nil || !*req.Force {
+		if ff, err := isAncestor(c.repo, cur.Hash(), h); err != nil || !ff {
+			unprocessable(c.w, "Update is not a fast forward")
+			return
+		}
+	}
+	if err := setBranch(c.repo, name.Short(), h, cur.Hash()); err != nil {
+		writeError(c.w, http.StatusConflict, "Reference update failed", "")
+		return
+	}
+	writeJSON(c.w, http.StatusOK, s.refJSON(name.String(), h))
+}
+
+// ---- contents ----
+
+func (s *Server) contentJSON(p string, e entry, ref string) *github.RepositoryContent {
+	typ := "file"
+	switch e.Mode {
+	case filemode.Dir:
+		typ = "dir"
+	case filemode.Symlink:
+		typ = "symlink"
+	case filemode.Submodule:
+		typ = "submodule"
+	}
+	q := ""
+	if ref != "" {
+		q = "?ref=" + ref
+	}
+	return &github.RepositoryContent{
+		Type:        github.String(typ),
+		Name:        github.String(path.Base(p)),
+		Path:        github.String(p),
+		SHA:         github.String(e.Hash.String()),
+		URL:         github.String(s.repoAPI() + "/contents/" + p + q),
+		GitURL:      github.String(s.repoAPI() + "/git/blobs/" + e.Hash.String()),
+		HTMLURL:     github.String(s.URL + "/" + s.owner + "/" + s.name + "/blob/" + ref + "/" + p),
+		DownloadURL: github.String(s.URL + "/raw/" + s.owner + "/" + s.name + "/" + ref + "/" + p),
+	}
+}
+
+// wrap64 encodes like GitHub: base64 with a newline every 60 characters.
+func wrap64(data []byte) string {
+	enc := base64.StdEncoding.EncodeToString(data)
+	var b strings.Builder
+	for len(enc) > 60 {
+		b.WriteString(enc[:60])
+		b.WriteByte('\n')
+		enc = enc[60:]
+	}
+	b.WriteString(enc)
+	b.WriteByte('\n')
+	return b.String()
+}
+
+func (s *Server) getContents(c *call, p string) {
+	ref := c.r.URL.Query().Get("ref")
+	if ref == "" {
+		ref = s.defaultBranch
+	}
+	commit, ok := resolveRef(c.repo, ref)
+	if !ok {
+		writeError(c.w, http.StatusNotFound, "No commit found for the ref "+ref, "https://docs.github.com/rest/repos/contents#get-repository-content")
+		return
+	}
+	fs, err := flatten(c.repo, commit)
+	if err != nil {
+		writeError(c.w, http.StatusInternalServerError, err.Error(), "")
+		return
+	}
+	p = strings.Trim(p, "/")
+	if e, ok := fs[p]; ok && p != "" {
+		data, err := readBlob(c.repo, e.Hash)
+		if err != nil {
+			writeError(c.w, http.StatusInternalServerError, err.Error(), "")
+			return
+		}
+		out := s.contentJSON(p, e, ref)
+		out.Size = github.Int(len(data))
+		out.Encoding = github.String("base64")
+		out.Content = github.String(wrap64(data))
+		writeJSON(c.w, http.StatusOK, out)
+		return
+	}
+	// A directory: list its direct children.
+	prefix := ""
+	if p != "" {
+		prefix = p + "/"
+	}
+	children := map[string]*github.RepositoryContent{}
+	for fp, e := range fs {
+		rest, ok := strings.CutPrefix(fp, prefix)
+		if !ok {
+			continue
+		}
+		if dir, _, nested := strings.Cut(rest, "/"); nested {
+			children[dir] = s.contentJSON(prefix+dir, entry{Mode: filemode.Dir}, ref)
+			children[dir].SHA = nil
+			continue
+		}
+		cj := s.contentJSON(fp, e, ref)
+		if e.Mode != filemode.Submodule {
+			if data, err := readBlob(c.repo, e.Hash); err == nil {
+				cj.Size = github.Int(len(data))
+			}
+		}
+		children[rest] = cj
+	}
+	if len(children) == 0 {
+		writeError(c.w, http.StatusNotFound, "Not Found", "https://docs.github.com/rest/repos/contents#get-repository-content")
+		return
+	}
+	names := make([]string, 0, len(children))
+	for n := range children {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	list := make([]*github.RepositoryContent, 0, len(names))
+	for _, n := range names {
+		list = append(list, children[n])
+	}
+	writeJSON(c.w, http.StatusOK, list)
+}
+
+func (s *Server) putContents(c *call, p string) {
+	var req github.RepositoryContentFileOptions
+	if !decode(c, &req) {
+		return
+	}
+	p = strings.Trim(p, "/")
+	switch {
+	case req.Message == nil || *req.Message == "":
+		unprocessable(c.w, "Invalid request.\n\n\"message\" wasn't supplied.")
+		return
+	case req.Content == nil:
+		unprocessable(c.w, "Invalid request.\n\n\"content\" wasn't supplied.")
+		return
+	case p == "" || strings.Contains("/"+p+"/", "/../") || strings.Contains("/"+p+"/", "/./") || strings.Contains(p, "//") || strings.HasPrefix(p, ".git/"):
+		unprocessable(c.w, "path contains a malformed path component")
+		return
+	}
+	branch := s.defaultBranch
+	if req.Branch != nil && *req.Branch != "" {
+		branch = strings.TrimPrefix(*req.Branch, "refs/heads/")
+	}
+	tip, err := branchTip(c.repo, branch)
+	if err != nil || tip.IsZero() {
+		writeError(c.w, http.StatusNotFound, "Branch "+branch+" not found", "https://docs.github.com/rest/repos/contents#create-or-update-file-contents")
+		return
+	}
+	fs, err := flatten(c.repo, tip)
+	if err != nil {
+		writeError(c.w, http.StatusInternalServerError, err.Error(), "")
+		return
+	}
+	for fp := range fs {
+		if strings.HasPrefix(fp, p+"/") {
+			unprocessable(c.w, fmt.Sprintf("%s is a directory", p))
+			return
+		}
+	}
+	old, exists := fs[p]
+	sha := ""
+	if req.SHA != nil {
+		sha = *req.SHA
+	}
+	switch {
+	case exists && sha == "":
+		unprocessable(c.w, "Invalid request.\n\n\"sha\" wasn't supplied.")
+		return
+	case exists && sha != old.Hash.String(), !exists && sha != "":
+		writeError(c.w, http.StatusConflict, fmt.Sprintf("%s does not match %s", p, sha), "https://docs.github.com/rest/repos/contents#create-or-update-file-contents")
+		return
+	}
+	who := signature(c.login, s.clock())
+	if a := req.Committer; a != nil && a.GetName() != "" {
+		who.Name, who.Email = a.GetName(), a.GetEmail()
+	}
+	author := who
+	if a := req.Author; a != nil && a.GetName() != "" {
+		author.Name, author.Email = a.GetName(), a.GetEmail()
+	}
+	commit, err := commitFiles(c.repo, tip, map[string][]byte{p: req.Content}, *req.Message, author, who)
+	if err == nil {
+		err = setBranch(c.repo, branch, commit, tip)
+	}
+	if err != nil {
+		writeError(c.w, http.StatusConflict, "githubtest: "+err.Error(), "")
+		return
+	}
+	nfs, _ := flatten(c.repo, commit)
+	co, _ := c.repo.CommitObject(commit)
+	out := &github.RepositoryContentResponse{
+		Content: s.contentJSON(p, nfs[p], branch),
+		Commit: github.Commit{
+			SHA:       github.String(commit.String()),
+			Message:   github.String(co.Message),
+			Author:    &github.CommitAuthor{Name: github.String(author.Name), Email: github.String(author.Email), Date: ts(author.When)},
+			Committer: &github.CommitAuthor{Name: github.String(who.Name), Email: github.String(who.Email), Date: ts(who.When)},
+			Tree:      &github.Tree{SHA: github.String(co.TreeHash.String())},
+			Parents:   []*github.Commit{{SHA: github.String(tip.String())}},
+			URL:       github.String(s.repoAPI() + "/git/commits/" + commit.String()),
+			HTMLURL:   github.String(s.URL + "/" + s.owner + "/" + s.name + "/commit/" + commit.String()),
+		},
+	}
+	out.Content.Size = github.Int(len(req.Content))
+	status := http.StatusOK
+	if !exists {
+		status = http.StatusCreated
+	}
+	writeJSON(c.w, status, out)
+}
+
+// ---- pull requests ----
+
+func (s *Server) sortedIssues() []*issue {
+	out := make([]*issue, 0, len(s.issues))
+	for _, is := range s.issues {
+		out = append(out, is)
+	}
+	// GitHub lists newest first by default.
+	sort.Slice(out, func(i, j int) bool { return out[i].number > out[j].number })
+	return out
+}
+
+func (s *Server) listPulls(c *call) {
+	q := c.r.URL.Query()
+	state := q.Get("state")
+	if state == "" {
+		state = "open"
+	}
+	var headOwner, headRef string
+	if h := q.Get("head"); h != "" {
+		var ok bool
+		if headOwner, headRef, ok = strings.Cut(h, ":"); !ok {
+			headOwner, headRef = h, "" // GitHub: "user" alone filters by owner
+		}
+	}
+	list := []*github.PullRequest{}
+	for _, is := range s.sortedIssues() {
+		p := is.pull
+		switch {
+		case p == nil,
+			state != "all" && is.state != state,
+			headOwner != "" && !strings.EqualFold(headOwner, s.owner),
+			headRef != "" && headRef != p.head,
+			q.Get("base") != "" && q.Get("base") != p.base:
+			continue
+		}
+		pj := s.pullJSON(c, is)
+		pj.Mergeable, pj.MergeableState, pj.MergedBy = nil, nil, nil // not in list responses
+		list = append(list, pj)
+	}
+	writeJSON(c.w, http.StatusOK, paginate(s, c, list))
+}
+
+func (s *Server) createPull(c *call) {
+	var req github.NewPullRequest
+	if !decode(c, &req) {
+		return
+	}
+	head := req.GetHead()
+	if o, b, ok := strings.Cut(head, ":"); ok {
+		if !strings.EqualFold(o, s.owner) {
+			validationFailed(c.w, github.Error{Resource: "PullRequest", Field: "head", Code: "invalid"})
+			return
+		}
+		head = b
+	}
+	base := req.GetBase()
+	switch {
+	case req.GetTitle() == "":
+		validationFailed(c.w, github.Error{Resource: "PullRequest", Field: "title", Code: "missing_field"})
+		return
+	case utf8.RuneCountInString(req.GetBody()) > maxBody:
+		validationFailed(c.w, github.Error{Resource: "Issue", Field: "body", Code: "custom", Message: "body is too long (maximum is 65536 characters)"})
+		return
+	}
+	headTip, _ := branchTip(c.repo, head)
+	if headTip.IsZero() {
+		validationFailed(c.w, github.Error{Resource: "PullRequest", Field: "head", Code: "invalid"})
+		return
+	}
+	baseTip, _ := branchTip(c.repo, base)
+	if baseTip.IsZero() {
+		validationFailed(c.w, github.Error{Resource: "PullRequest", Field: "base", Code: "invalid"})
+		return
+	}
+	for _, is := range s.issues {
+		if p := is.pull; p != nil && is.state == "open" && p.head == head && p.base == base {
+			validationFailed(c.w, github.Error{Resource: "PullRequest", Code: "custom",
+				Message: fmt.Sprintf("A pull request already exists for %s:%s.", s.owner, head)})
+			return
+		}
+	}
+	if done, _ := isAncestor(c.repo, headTip, baseTip); done {
+		validationFailed(c.w, github.Error{Resource: "PullRequest", Code: "custom",
+			Message: fmt.Sprintf("No commits between %s and %s", base, head)})
+		return
+	}
+	now := s.clock()
+	is := &issue{
+		number: s.nextNumber, id: s.newID(), title: req.GetTitle(), body: req.GetBody(),
+		user: c.login, state: "open", createdAt: now, updatedAt: now,
+		pull: &pull{head: head, base: base, headSHA: headTip.String(), draft: req.GetDraft(),
+			maintainerMod: req.GetMaintainerCanModify()},
+	}
+	s.nextNumber++
+	s.issues[is.number] = is
+	writeJSON(c.w, http.StatusCreated, s.pullJSON(c, is))
+}
+
+func (s *Server) getPull(c *call, is *issue) {
+	writeJSON(c.w, http.StatusOK, s.pullJSON(c, is))
+}
+
+// pullRequestUpdate mirrors go-github's unexported request struct.
+type pullRequestUpdate struct {
+	Title               *string `json:"title,omitempty"`
+	Body                *string `json:"body,omitempty"`
+	State               *string `json:"state,omitempty"`
+	Base                *string `json:"base,omitempty"`
+	MaintainerCanModify *bool   `json:"maintainer_can_modify,omitempty"`
+}
+
+func (s *Server) editPull(c *call, is *issue) {
+	var req pullRequestUpdate
+	if !decode(c, &req) {
+		return
+	}
+	p := is.pull
+	switch {
+	case req.Title != nil && *req.Title == "":
+		validationFailed(c.w, github.Error{Resource: "PullRequest", Field: "title", Code: "missing_field"})
+		return
+	case req.Body != nil && utf8.RuneCountInString(*req.Body) > maxBody:
+		validationFailed(c.w, github.Error{Resource: "Issue", Field: "body", Code: "custom", Message: "body is too long (maximum is 65536 characters)"})
+		return
+	case req.State != nil && *req.State != "open" && *req.State != "closed":
+		validationFailed(c.w, github.Error{Resource: "PullRequest", Field: "state", Code: "invalid"})
+		return
+	case req.Base != nil && is.state == "closed":
+		validationFailed(c.w, github.Error{Resource: "PullRequest", Code: "custom", Message: "Cannot change base branch of closed pull request."})
+		return
+	case req.State != nil && *req.State == "open" && p.merged:
+		validationFailed(c.w, github.Error{Resource: "PullRequest", Code: "custom", Message: "state cannot be changed. The pull request has been merged."})
+		return
+	}
+	if req.Base != nil {
+		if tip, _ := branchTip(c.repo, *req.Base); tip.IsZero() {
+			validationFailed(c.w, github.Error{Resource: "PullRequest", Field: "base", Code: "invalid"})
+			return
+		}
+	}
+	if req.State != nil && *req.State == "open" && is.state == "closed" {
+		if tip, _ := branchTip(c.repo, p.head); tip.IsZero() {
+			validationFailed(c.w, github.Error{Resource: "PullRequest", Code: "custom", Message: "state cannot be changed. The " + p.head + " branch has been deleted."})
+			return
+		}
+	}
+	now := s.clock()
+	if req.Title != nil {
+		is.title = *req.Title
+	}
+	if req.Body != nil {
+		is.body = *req.Body
+	}
+	if req.Base != nil {
+		p.base = *req.Base
+	}
+	if req.MaintainerCanModify != nil {
+		p.maintainerMod = *req.MaintainerCanModify
+	}
+	if req.State != nil && *req.State != is.state {
+		if *req.State == "closed" {
+			if tip, _ := branchTip(c.repo, p.head); !tip.IsZero() {
+				p.headSHA = tip.String()
+			}
+			is.state, is.closedAt = "closed", now
+			s.addEvent(is, c.login, "closed", "", "")
+		} else {
+			is.state, is.closedAt = "open", time.Time{}
+			s.addEvent(is, c.login, "reopened", "", "")
+		}
+	}
+	is.updatedAt = now
+	writeJSON(c.w, http.StatusOK, s.pullJSON(c, is))
+}
+
+// pullRequestMergeRequest mirrors go-github's unexported request struct.
+type pullRequestMergeRequest struct {
+	CommitMessage *string `json:"commit_message,omitempty"`
+	CommitTitle   string  `json:"commit_title,omitempty"`
+	MergeMethod   string  `json:"merge_method,omitempty"`
+	SHA           string  `json:"sha,omitempty"`
+}
+
+// mergePull performs a real merge in the bare repository.
+func (s *Server) mergePull(c *call, is *issue) {
+	var req pullRequestMergeRequest
+	if !decode(c, &req) {
+		return
+	}
+	p := is.pull
+	notMergeable := func(msg string) {
+		writeError(c.w, http.StatusMethodNotAllowed, msg, "https://docs.github.com/rest/pulls/pulls#merge-a-pull-request")
+	}
+	if is.state != "open" || p.merged {
+		notMergeable("Pull Request is not mergeable")
+		return
+	}
+	headTip, _ := branchTip(c.repo, p.head)
+	baseTip, _ := branchTip(c.repo, p.base)
+	if headTip.IsZero() || baseTip.IsZero() {
+		notMergeable("Pull Request is not mergeable")
+		return
+	}
+	if req.SHA != "" && req.SHA != headTip.String() {
+		writeError(c.w, http.StatusConflict, "Head branch was modified. Review and try the merge again.", "https://docs.github.com/rest/pulls/pulls#merge-a-pull-request")
+		return
+	}
+	now := s.clock()
+	who := signature(c.login, now)
+	title := req.CommitTitle
+	msg := is.title
+	if req.CommitMessage != nil {
+		msg = *req.CommitMessage
+	}
+	var result plumbing.Hash
+	switch req.MergeMethod {
+	case "", "merge", "squash":
+		tree, err := mergedTree(c.repo, baseTip, headTip)
+		if errors.Is(err, errConflict) {
+			notMergeable("Pull Request is not mergeable")
+			return
+		}
+		if err != nil {
+			writeError(c.w, http.StatusInternalServerError, err.Error(), "")
+			return
+		}
+		parents := []plumbing.Hash{baseTip, headTip}
+		if title == "" {
+			title = fmt.Sprintf("Merge pull request #%d from %s/%s", is.number, s.owner, p.head)
+		}
+		if req.MergeMethod == "squash" {
+			parents = parents[:1]
+			if req.CommitTitle == "" {
+				title = fmt.Sprintf("%s (#%d)", is.title, is.number)
+			}
+		}
+		full := title
+		if msg != "" {
+			full += "\n\n" + msg
+		}
+		if result, err = writeCommit(c.repo, tree, parents, full, who, who); err != nil {
+			writeError(c.w, http.StatusInternalServerError, err.Error(), "")
+			return
+		}
+	case "rebase":
+		// Simplification: only a fast-forward; GitHub would replay commits.
+		if ff, _ := isAncestor(c.repo, baseTip, headTip); !ff {
+			notMergeable("This branch can't be rebased")
+			return
+		}
+		result = headTip
+	default:
+		validationFailed(c.w, github.Error{Resource: "PullRequest", Field: "merge_method", Code: "invalid"})
+		return
+	}
+	if err := setBranch(c.repo, p.base, result, baseTip); err != nil {
+		writeError(c.w, http.StatusConflict, "Base branch was modified. Review and try the merge again.", "")
+		return
+	}
+	p.merged, p.mergedBy, p.mergedAt, p.mergeCommitSHA, p.headSHA = true, c.login, now, result.String(), headTip.String()
+	is.state, is.closedAt, is.updatedAt = "closed", now, now
+	s.addEvent(is, c.login, "merged", result.String(), "")
+	s.addEvent(is, c.login, "closed", "", "")
+	writeJSON(c.w, http.StatusOK, &github.PullRequestMergeResult{
+		SHA:     github.String(result.String()),
+		Merged:  github.Bool(true),
+		Message: github.String("Pull Request successfully merged"),
+	})
+}
+
+// ---- issues, labels, comments, events ----
+
+func (s *Server) createIssue(c *call) {
+	var req github.IssueRequest
+	if !decode(c, &req) {
+		return
+	}
+	switch {
+	case req.GetTitle() == "":
+		validationFailed(c.w, github.Error{Resource: "Issue", Field: "title", Code: "missing_field"})
+		return
+	case utf8.RuneCountInString(req.GetBody()) > maxBody:
+		validationFailed(c.w, github.Error{Resource: "Issue", Field: "body", Code: "custom", Message: "body is too long (maximum is 65536 characters)"})
+		return
+	}
+	now := s.clock()
+	is := &issue{number: s.nextNumber, id: s.newID(), title: req.GetTitle(), body: req.GetBody(),
+		user: c.login, state: "open", createdAt: now, updatedAt: now}
+	s.nextNumber++
+	s.issues[is.number] = is
+	if req.Labels != nil {
+		s.addLabelsTo(is, c.login, *req.Labels)
+	}
+	writeJSON(c.w, http.StatusCreated, s.issueJSON(is))
+}
+
+// addLabels accepts both shapes GitHub accepts: ["a","b"] (what go-github
+// sends) and {"labels":["a","b"]}.
+func (s *Server) addLabels(c *call, is *issue) {
+	var names []string
+	if err := json.Unmarshal(c.body, &names); err != nil {
+		var obj struct {
+			Labels []string `json:"labels"`
+		}
+		if !decode(c, &obj) {
+			return
+		}
+		names = obj.Labels
+	}
+	for _, n := range names {
+		if n == "" || utf8.RuneCountInString(n) > 50 {
+			validationFailed(c.w, github.Error{Resource: "Label", Field: "name", Code: "invalid"})
+			return
+		}
+	}
+	s.addLabelsTo(is, c.login, names)
+	is.updatedAt = s.clock()
+	writeJSON(c.w, http.StatusOK, s.labelsJSON(is.labels))
+}
+
+func (s *Server) listComments(c *call, is *issue) {
+	list := append([]*github.IssueComment{}, is.comments...)
+	writeJSON(c.w, http.StatusOK, paginate(s, c, list))
+}
+
+func (s *Server) createComment(c *call, is *issue) {
+	var req github.IssueComment
+	if !decode(c, &req) {
+		return
+	}
+	switch {
+	case req.GetBody() == "":
+		validationFailed(c.w, github.Error{Resource: "IssueComment", Field: "body", Code: "missing_field"})
+		return
+	case utf8.RuneCountInString(req.GetBody()) > maxBody:
+		validationFailed(c.w, github.Error{Resource: "IssueComment", Field: "body", Code: "custom", Message: "body is too long (maximum is 65536 characters)"})
+		return
+	}
+	now := s.clock()
+	id := s.newID()
+	cm := &github.IssueComment{
+		ID:                github.Int64(id),
+		NodeID:            github.String(fmt.Sprintf("IC_fake%d", id)),
+		Body:              github.String(req.GetBody()),
+		User:              s.userJSON(c.login),
+		CreatedAt:         ts(now),
+		UpdatedAt:         ts(now),
+		AuthorAssociation: github.String("MEMBER"),
+		URL:               github.String(s.apiURL("/repos/%s/%s/issues/comments/%d", s.owner, s.name, id)),
+		HTMLURL:           github.String(s.issueJSON(is).GetHTMLURL() + fmt.Sprintf("#issuecomment-%d", id)),
+		IssueURL:          github.String(s.apiURL("/repos/%s/%s/issues/%d", s.owner, s.name, is.number)),
+	}
+	is.comments = append(is.comments, cm)
+	is.updatedAt = now
+	writeJSON(c.w, http.StatusCreated, cm)
+}
+
+func (s *Server) listEvents(c *call, is *issue) {
+	list := append([]*github.IssueEvent{}, is.events...)
+	writeJSON(c.w, http.StatusOK, paginate(s, c, list))
+}
+
+// ---- dispatch and teams ----
+
+func (s *Server) dispatch(c *call) {
+	var req github.DispatchRequestOptions
+	if !decode(c, &req) {
+		return
+	}
+	if req.EventType == "" || utf8.RuneCountInString(req.EventType) > 100 {
+		unprocessable(c.w, "Invalid request.\n\nFor 'properties/event_type', must be a non-empty string of at most 100 characters.")
+		return
+	}
+	payload := json.RawMessage("{}")
+	if req.ClientPayload != nil {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(*req.ClientPayload, &obj); err != nil || obj == nil {
+			unprocessable(c.w, "Invalid request.\n\nFor 'properties/client_payload', is not an object.")
+			return
+		}
+		if len(obj) > 10 {
+			unprocessable(c.w, fmt.Sprintf("Invalid request.\n\nNo more than 10 properties are allowed; %d were supplied.", len(obj)))
+			return
+		}
+		payload = bytes.Clone(*req.ClientPayload)
+	}
+	s.dispatches = append(s.dispatches, Dispatch{EventType: req.EventType, Payload: payload, Login: c.login})
+	c.w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) getTeam(c *call, org, slug string) {
+	if s.teams[strings.ToLower(org+"/"+slug)] == nil {
+		notFound(c.w)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, &github.Team{
+		ID:           github.Int64(int64(len(org) + len(slug))),
+		Name:         github.String(slug),
+		Slug:         github.String(slug),
+		URL:          github.String(s.apiURL("/orgs/%s/teams/%s", org, slug)),
+		Organization: &github.Organization{Login: github.String(org)},
+	})
+}
+
+func (s *Server) getMembership(c *call, org, slug, login string) {
+	state, ok := s.teams[strings.ToLower(org+"/"+slug)][strings.ToLower(login)]
+	if !ok {
+		notFound(c.w)
+		return
+	}
+	writeJSON(c.w, http.StatusOK, &github.Membership{
+		URL:   github.String(s.apiURL("/orgs/%s/teams/%s/memberships/%s", org, slug, login)),
+		State: github.String(state),
+		Role:  github.String("member"),
+	})
+}
