@@ -1,7 +1,7 @@
 package gitops
 
 import (
-	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -117,34 +117,20 @@ func (r *Repo) storeBlob(data []byte) (plumbing.Hash, error) {
 // updateIndex sets the index entries of the given files (removing absent
 // ones, and anything a file replaced: a directory's entries, or a file where a
 // parent directory now is), so that `git status` sees them as committed.
-// Entries for other paths are kept as they are.
-func (r *Repo) updateIndex(files []diskFile) error {
-	idx, err := r.st.Index()
-	if err != nil {
-		return fmt.Errorf("read %s: %w", filepath.Join(r.gitDir, "index"), err)
-	}
+// Entries for other paths are kept as they are. It holds index.lock while it
+// reads and rewrites the index, as git does.
+func (r *Repo) updateIndex(files []diskFile) (err error) {
 	drop := map[string]bool{}    // exact names to remove
 	dropDir := map[string]bool{} // directories whose entries go
+	var add []*index.Entry
 	for _, f := range files {
 		drop[f.path] = true
 		dropDir[f.path] = true
-		if !f.absent {
-			for d := path.Dir(f.path); d != "."; d = path.Dir(d) {
-				drop[d] = true
-			}
-		}
-	}
-	kept := idx.Entries[:0]
-	for _, e := range idx.Entries {
-		if drop[e.Name] || underAny(e.Name, dropDir) {
-			continue
-		}
-		kept = append(kept, e)
-	}
-	idx.Entries = kept
-	for _, f := range files {
 		if f.absent {
 			continue
+		}
+		for d := path.Dir(f.path); d != "."; d = path.Dir(d) {
+			drop[d] = true
 		}
 		e := &index.Entry{
 			Name:       f.path,
@@ -154,24 +140,10 @@ func (r *Repo) updateIndex(files []diskFile) error {
 			ModifiedAt: f.fi.ModTime(),
 		}
 		fillStat(e, f.fi)
-		idx.Entries = append(idx.Entries, e)
+		add = append(add, e)
 	}
-	idx.Cache = nil // go-git does not write the cache-tree extension; git rebuilds it
-	return r.writeIndex(idx)
-}
+	dropped := func(name string) bool { return drop[name] || underAny(name, dropDir) }
 
-// underAny reports whether name lies under one of the directories in dirs.
-func underAny(name string, dirs map[string]bool) bool {
-	for i := strings.LastIndexByte(name, '/'); i > 0; i = strings.LastIndexByte(name[:i], '/') {
-		if dirs[name[:i]] {
-			return true
-		}
-	}
-	return false
-}
-
-// writeIndex replaces the index the way git does: write index.lock, rename.
-func (r *Repo) writeIndex(idx *index.Index) (err error) {
 	final := filepath.Join(r.gitDir, "index")
 	lock := final + ".lock"
 	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
@@ -187,17 +159,59 @@ func (r *Repo) writeIndex(idx *index.Index) (err error) {
 			_ = os.Remove(lock)
 		}
 	}()
-	bw := bufio.NewWriterSize(f, 1<<16)
-	if err = index.NewEncoder(bw).Encode(idx); err != nil {
-		return fmt.Errorf("write %s: %w", lock, err)
+	data, err := os.ReadFile(final)
+	var out []byte
+	switch {
+	case err == nil:
+		out, err = editIndex(data, dropped, add)
+		if errors.Is(err, errIndexFormat) {
+			out, err = r.editIndexGoGit(dropped, add)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		out, err = r.editIndexGoGit(dropped, add)
 	}
-	if err = bw.Flush(); err != nil {
+	if err != nil {
+		return fmt.Errorf("update %s: %w", final, err)
+	}
+	if _, err = f.Write(out); err != nil {
 		return err
 	}
 	if err = f.Close(); err != nil {
 		return err
 	}
 	return os.Rename(lock, final)
+}
+
+// editIndexGoGit is editIndex through go-git's index codec, for formats the
+// raw editor leaves alone (version 4). It loses flags go-git does not model.
+func (r *Repo) editIndexGoGit(dropped func(string) bool, add []*index.Entry) ([]byte, error) {
+	idx, err := r.st.Index()
+	if err != nil {
+		return nil, err
+	}
+	kept := idx.Entries[:0]
+	for _, e := range idx.Entries {
+		if !dropped(e.Name) {
+			kept = append(kept, e)
+		}
+	}
+	idx.Entries = append(kept, add...)
+	idx.Cache = nil // go-git does not write the cache-tree extension; git rebuilds it
+	var buf bytes.Buffer
+	if err := index.NewEncoder(&buf).Encode(idx); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// underAny reports whether name lies under one of the directories in dirs.
+func underAny(name string, dirs map[string]bool) bool {
+	for i := strings.LastIndexByte(name, '/'); i > 0; i = strings.LastIndexByte(name[:i], '/') {
+		if dirs[name[:i]] {
+			return true
+		}
+	}
+	return false
 }
 
 // writeWorktreeFile makes the worktree file at p hold the blob of entry e
