@@ -22,10 +22,10 @@ const tokenUser = "x-access-token"
 // Authorization extraheader actions/checkout stores in git config, else none
 // (credentials in the URL, if any, are used by go-git itself).
 func (r *Repo) setupAuth() error {
-	u, err := url.Parse(r.remoteURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+	if !r.isHTTP() {
 		return nil // local path, file://, ssh: no http credentials
 	}
+	u, _ := url.Parse(r.remoteURL)
 	if u.User != nil {
 		if pw, ok := u.User.Password(); ok {
 			r.addSecret(pw)
@@ -262,6 +262,13 @@ func globMatch(pattern, name string) bool {
 	return globMatch(prest, nrest)
 }
 
+// isHTTP reports whether the remote is reached over http(s), where
+// credentials matter.
+func (r *Repo) isHTTP() bool {
+	u, err := url.Parse(r.remoteURL)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https")
+}
+
 // remoteDisplay is the remote's URL without credentials, for messages.
 func (r *Repo) remoteDisplay() string {
 	u, err := url.Parse(r.remoteURL)
@@ -321,9 +328,11 @@ func (r *Repo) transportError(op string, err error) error {
 	case errors.Is(err, transport.ErrAuthorizationFailed):
 		return r.fail(ErrAuth, "permission denied by "+r.remoteDisplay(), nil,
 			"the token cannot write to this repository: give the workflow `permissions: contents: write`, or use a token that can")
-	case errors.Is(err, transport.ErrRepositoryNotFound):
+	case errors.Is(err, transport.ErrRepositoryNotFound) && r.isHTTP():
 		return r.fail(ErrAuth, where+": repository not found", nil,
 			"check the remote URL, and that the token can see the repository (private repositories answer 404 without access)")
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		return r.fail(nil, where+": repository not found", nil, "check the remote URL")
 	}
 	return r.fail(nil, where+" failed", err, "check the remote URL and network access")
 }

@@ -128,6 +128,20 @@ func TestCommitAndPush(t *testing.T) {
 	}
 }
 
+func TestPushMissingRemoteRepository(t *testing.T) {
+	dir := cloneCLI(t, fileURL(newRemote(t)), false)
+	gitCmd(t, dir, "remote", "set-url", "origin", fileURL(filepath.Join(t.TempDir(), "gone.git")))
+	r := open(t, dir)
+	writeFile(t, dir, ledger, "x\n")
+	if _, _, err := r.Commit("x", ledger); err != nil {
+		t.Fatal(err)
+	}
+	err := r.Push(context.Background())
+	if err == nil || errors.Is(err, ErrAuth) || errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "check the remote URL") {
+		t.Fatalf("push to a missing repository = %v", err)
+	}
+}
+
 func TestCommitNoChange(t *testing.T) {
 	dir := cloneCLI(t, fileURL(newRemote(t)), false)
 	r := open(t, dir)

@@ -255,7 +255,7 @@ func (r *Repo) send(ctx context.Context, rs *receiveSession, cmd *packp.Command,
 // updated the ref first", which a retry after Sync fixes.
 func isRaceStatus(s string) bool {
 	s = strings.ToLower(s)
-	for _, m := range []string{"non-fast-forward", "fetch first", "stale info", "failed to lock", "cannot lock", "failed to update ref", "already exists", "expected"} {
+	for _, m := range []string{"non-fast-forward", "fetch first", "stale info", "failed to lock", "cannot lock", "failed to update ref", "already exists"} {
 		if strings.Contains(s, m) {
 			return true
 		}
