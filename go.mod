@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/go-git/go-git/v5 v5.19.3 // mandated by the design card; all git work (internal/gitops)
+	github.com/klauspost/compress v1.20.3 // mandated by the design card; fast zlib for loose objects (internal/gitops)
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3

@@ -115,6 +115,7 @@ func TestCommitAndPush(t *testing.T) {
 				t.Fatalf("author = %q", a)
 			}
 			assertRemoteOK(t, remote, "main")
+			gitCmd(t, dir, "fsck", "--strict", "--no-progress") // the loose objects astra wrote
 			// The seed's files are untouched in the new commits.
 			if got := gitCmd(t, remote, "show", "main:schedules/a.yaml"); got != "id: a" {
 				t.Fatalf("schedules/a.yaml = %q", got)
