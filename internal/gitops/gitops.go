@@ -27,7 +27,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // Defaults applied by Open to empty Options fields.
@@ -87,7 +86,6 @@ type Repo struct {
 	commonDir  string // shared git dir (objects, refs, config)
 	repo       *git.Repository
 	st         storage.Storer
-	fs         *filesystem.Storage
 	branch     plumbing.ReferenceName
 	checkedOut bool // branch is the branch HEAD points to
 
@@ -127,10 +125,6 @@ func Open(opts Options) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open git repository %s: %w", dir, err)
 	}
-	fs, ok := repo.Storer.(*filesystem.Storage)
-	if !ok {
-		return nil, fmt.Errorf("open git repository %s: unsupported storage", dir)
-	}
 	cfg, err := repo.Config()
 	if err != nil {
 		return nil, fmt.Errorf("read %s/.git/config: %w", dir, err)
@@ -146,7 +140,7 @@ func Open(opts Options) (*Repo, error) {
 		return nil, err
 	}
 
-	r := &Repo{opts: opts, dir: dir, gitDir: gitDir, commonDir: commonDir, repo: repo, st: repo.Storer, fs: fs}
+	r := &Repo{opts: opts, dir: dir, gitDir: gitDir, commonDir: commonDir, repo: repo, st: repo.Storer}
 
 	head, err := repo.Storer.Reference(plumbing.HEAD)
 	if err != nil {

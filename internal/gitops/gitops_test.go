@@ -105,6 +105,9 @@ func TestCommitAndPush(t *testing.T) {
 			if got := gitCmd(t, remote, "rev-parse", "main"); got != h2 {
 				t.Fatalf("remote main = %s, want %s", got, h2)
 			}
+			if got := gitCmd(t, dir, "rev-parse", "origin/main"); got != h2 {
+				t.Fatalf("origin/main = %s after push, want %s", got, h2)
+			}
 			if got := gitCmd(t, remote, "show", "main:"+ledger); got+"\n" != readFile(t, dir, ledger) {
 				t.Fatalf("remote ledger differs from the worktree")
 			}
@@ -224,6 +227,20 @@ func TestCommitFileBecomesDirectory(t *testing.T) {
 	}
 	if got := gitCmd(t, dir, "ls-tree", "-r", "--name-only", "HEAD", "README.md"); got != "README.md/inner" {
 		t.Fatalf("tree has %q", got)
+	}
+	assertClean(t, dir)
+
+	// And back: the directory's file is gone because a file replaced it.
+	os.RemoveAll(filepath.Join(dir, "README.md"))
+	writeFile(t, dir, "README.md", "a file again\n")
+	if _, _, err := r.Commit("unswap", "README.md/inner"); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitCmd(t, dir, "ls-tree", "-r", "--name-only", "HEAD", "README.md"); got != "" {
+		t.Fatalf("tree still has %q", got)
+	}
+	if _, _, err := r.Commit("unswap", "README.md"); err != nil {
+		t.Fatal(err)
 	}
 	assertClean(t, dir)
 }

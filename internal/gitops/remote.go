@@ -93,7 +93,13 @@ func (r *Repo) Push(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return r.send(ctx, rs, &packp.Command{Name: r.branch, Old: old, New: local}, set)
+	if err := r.send(ctx, rs, &packp.Command{Name: r.branch, Old: old, New: local}, set); err != nil {
+		return err
+	}
+	// Record what the remote now has, as git push does (git status then
+	// says "up to date with origin/<branch>").
+	tracking := plumbing.NewRemoteReferenceName(r.opts.Remote, r.branch.Short())
+	return r.st.SetReference(plumbing.NewHashReference(tracking, local))
 }
 
 func (r *Repo) rejected(remoteTip plumbing.Hash) error {

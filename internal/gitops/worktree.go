@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -59,8 +60,8 @@ type diskFile struct {
 // already has it.
 func (r *Repo) storeFile(p string) (diskFile, error) {
 	fi, err := os.Lstat(r.fsPath(p))
-	if errors.Is(err, fs.ErrNotExist) {
-		return diskFile{path: p, absent: true}, nil
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return diskFile{path: p, absent: true}, nil // (ENOTDIR: a parent is a file now)
 	}
 	if err != nil {
 		return diskFile{}, err
