@@ -485,8 +485,10 @@ func TestSpills(t *testing.T) {
 	if err := r.PushSpill(ctx, "run-42.1", files, "again"); !errors.Is(err, ErrRejected) {
 		t.Fatalf("duplicate spill = %v, want ErrRejected", err)
 	}
-	if err := r.PushSpill(ctx, "../evil", files, "x"); err == nil {
-		t.Fatal("invalid spill name accepted")
+	for _, bad := range []string{"../evil", "a/b", "x.lock", "trailing.", ""} {
+		if err := r.PushSpill(ctx, bad, files, "x"); err == nil {
+			t.Fatalf("invalid spill name %q accepted", bad)
+		}
 	}
 	assertRemoteOK(t, remote, "astra/spill/run-42.1")
 

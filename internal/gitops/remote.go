@@ -416,7 +416,7 @@ func (r *Repo) commitTree(h plumbing.Hash) (plumbing.Hash, error) {
 var spillName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 func spillRef(name string) (plumbing.ReferenceName, error) {
-	if !spillName.MatchString(name) || strings.HasSuffix(name, ".lock") || strings.Contains(name, "..") {
+	if !spillName.MatchString(name) || strings.HasSuffix(name, ".lock") || strings.HasSuffix(name, ".") || strings.Contains(name, "..") {
 		return "", fmt.Errorf("invalid spill name %q: use letters, digits, '.', '_' and '-'", name)
 	}
 	return plumbing.ReferenceName(SpillPrefix + name), nil
