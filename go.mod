@@ -3,8 +3,9 @@ module github.com/astra-gitops/astra
 go 1.26.0
 
 require (
-	github.com/go-git/go-git/v5 v5.19.3 // mandated: git in pure Go (forge/githubtest's real bare repository)
-	github.com/google/go-github/v60 v60.0.0 // mandated: GitHub REST client and its request/response types (internal/forge)
+	github.com/go-git/go-git/v5 v5.19.3 // mandated: all git work (internal/gitops) and the fake GitHub's real repository
+	github.com/google/go-github/v60 v60.0.0 // mandated: GitHub REST client and its types (internal/forge)
+	github.com/klauspost/compress v1.20.3 // mandated: gzip ledger members, fast zlib for loose objects
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
@@ -12,8 +13,6 @@ require (
 	github.com/spf13/viper v1.21.0
 	gopkg.in/yaml.v3 v3.0.1
 )
-
-require github.com/klauspost/compress v1.20.3
 
 require (
 	dario.cat/mergo v1.0.0 // indirect
