@@ -120,6 +120,14 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.versionCmd(),
 		a.validateCmd(),
 		a.schedulesCmd(),
+		a.runDueCmd(),
+		a.runCmd(),
+		a.approvalsCmd(),
+		a.approveCmd("approve"),
+		a.tasksCmd(),
+		a.budgetCmd(),
+		a.deadLetterCmd(),
+		a.ledgerCmd(),
 	)
 	return root
 }
@@ -223,7 +231,11 @@ func (a *app) json() bool   { return a.v.GetBool("json") }
 func (a *app) verbose() bool { return a.v.GetBool("verbose") }
 
 // now is --now, or the wall clock, in UTC.
-func (a *app) now() time.Time {
+func (a *app) now() time.Time { return a.clock() }
+
+// clock is the time events are stamped with: --now fixes it (what-if runs
+// and tests), else the wall clock.
+func (a *app) clock() time.Time {
 	if s := a.v.GetString("now"); s != "" {
 		t, _ := time.Parse(time.RFC3339, s) // checked in loadSettings
 		return t.UTC()

@@ -17,6 +17,14 @@ var settings = []struct {
 }{
 	{"ledger.segment_size", "bytes at which a ledger month rolls over to a new segment file", 4 << 20},
 	{"ledger.output_tail", "bytes of each tool's output kept (redacted) in the ledger", 1024},
+	{"ledger_branch", "branch the ledger is committed to (default: the checked-out branch; set it when main is protected)", ""},
+	{"git.remote", "remote astra pushes to", "origin"},
+	{"git.push", "push after committing (false: commit locally only, like --no-push)", true},
+	{"git.author_name", "author and committer of astra's commits", "astra[bot]"},
+	{"git.author_email", "their email", "astra[bot]@users.noreply.github.com"},
+	{"github.approvals", "open approval pull requests when GITHUB_TOKEN and GITHUB_REPOSITORY are set (false: local token files only)", true},
+	{"run.limit", "candidates processed per run (seed 001 --limit)", 10},
+	{"run.max_parallel", "tasks run at once", 1},
 }
 
 func settingKeys() []string {

@@ -55,6 +55,9 @@ var (
 	ErrAuth = errors.New("authentication failed")
 	// ErrLocalChanges: Sync would overwrite uncommitted changes in the worktree.
 	ErrLocalChanges = errors.New("uncommitted local changes would be overwritten")
+	// ErrNotRepository: the directory is not a git worktree; astra then
+	// writes its files without committing them.
+	ErrNotRepository = errors.New("not a git repository")
 )
 
 // Options configures Open. Only Dir is required.
@@ -120,7 +123,7 @@ func Open(opts Options) (*Repo, error) {
 		if _, derr := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true}); derr == nil {
 			return nil, fmt.Errorf("%s is inside a git repository but is not its top level: run astra from the repository root", dir)
 		}
-		return nil, fmt.Errorf("%s is not a git repository: run astra from a clone of the repository that holds schedules/ and var/", dir)
+		return nil, fmt.Errorf("%s: %w: run astra from a clone of the repository that holds schedules/ and var/", dir, ErrNotRepository)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open git repository %s: %w", dir, err)

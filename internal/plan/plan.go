@@ -28,6 +28,7 @@ const (
 	KindApproved Kind = "approved" // an approved request waiting to run
 	KindManual   Kind = "manual"   // astra run
 	KindEvent    Kind = "event"    // astra trigger
+	KindChain    Kind = "chain"    // chain_next after another run
 )
 
 // Candidate is one slot the runner should consider.
@@ -114,11 +115,12 @@ func open(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 		if o.ScheduleID != s.ID {
 			continue
 		}
-		c := Candidate{Schedule: s, Slot: o.Slot, Key: key, Mode: o.Mode, Attempt: o.Attempt + 1, Open: o}
+		// A claim's attempt is the one that was lost; a retry's is the next.
+		c := Candidate{Schedule: s, Slot: o.Slot, Key: key, Mode: o.Mode, Attempt: o.Attempt, Open: o}
 		switch {
-		case o.Status == "claimed" && !o.Deadline.IsZero() && now.After(o.Deadline):
-			c.Kind, c.Attempt = KindLost, o.Attempt
-		case o.Status == "retry" && !now.Before(o.RetryAt):
+		case o.Status == state.OpenClaimed && !o.Deadline.IsZero() && now.After(o.Deadline):
+			c.Kind = KindLost
+		case o.Status == state.OpenRetry && !now.Before(o.RetryAt):
 			c.Kind = KindRetry
 		default:
 			continue // a live claim or a retry still backing off
@@ -127,7 +129,11 @@ func open(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 	}
 	if a := st.Approvals[s.ID]; a != nil && a.Status == "approved" {
 		if _, busy := st.Open[a.Key]; !busy {
-			out = append(out, Candidate{Kind: KindApproved, Schedule: s, Slot: a.Slot, Key: a.Key, Mode: ledger.ModeScheduled, Attempt: 1})
+			mode := a.Mode
+			if mode == "" {
+				mode = ledger.ModeScheduled
+			}
+			out = append(out, Candidate{Kind: KindApproved, Schedule: s, Slot: a.Slot, Key: a.Key, Mode: mode, Attempt: 1})
 		}
 	}
 	return out

@@ -46,6 +46,7 @@ type snapshot struct {
 	DeadLetters map[string]*DeadLetter `json:"dead_letters"` // by idempotency key
 	Approvals   map[string]*Approval   `json:"approvals"`    // open request, by schedule id
 	Consumed    map[string]time.Time   `json:"consumed"`     // approval token id -> its expiry
+	Refused     map[string]time.Time   `json:"refused"`      // approval token id -> its expiry
 	Known       map[string]string      `json:"known"`        // schedule id -> definition hash
 	ActorRuns   map[string][]time.Time `json:"actor_runs"`   // run starts within RateWindow
 }
@@ -102,6 +103,7 @@ type Approval struct {
 	ExpiresAt   time.Time `json:"expires_at"`
 	By          string    `json:"by,omitempty"`
 	TraceID     string    `json:"trace_id,omitempty"`
+	Mode        string    `json:"mode,omitempty"` // of the run waiting for it
 }
 
 // Spend is what runs cost in the current UTC day and month (seed 002).
@@ -130,6 +132,7 @@ func emptySnapshot() snapshot {
 		DeadLetters: map[string]*DeadLetter{},
 		Approvals:   map[string]*Approval{},
 		Consumed:    map[string]time.Time{},
+		Refused:     map[string]time.Time{},
 		Known:       map[string]string{},
 		ActorRuns:   map[string][]time.Time{},
 	}
@@ -205,13 +208,14 @@ func (s *State) Quarantined(id string) bool {
 	return false
 }
 
-// ConsumedDetail is the Detail of approval.consumed: the id of the token
-// used, so the same token can never run twice, even if its file stays.
+// ConsumedDetail is the Detail of approval.consumed and approval.refused:
+// the id of the token, so the same token never runs twice (even if its
+// file stays) and a refused one is not reconsidered every run.
 type ConsumedDetail struct {
 	Token string `json:"token"`
 }
 
-// TokenIDOf reads the token id of an approval.consumed event.
+// TokenIDOf reads the token id of an approval.consumed or refused event.
 func TokenIDOf(e *ledger.Event) string {
 	var d ConsumedDetail
 	if json.Unmarshal(e.Detail, &d) != nil {
@@ -297,7 +301,7 @@ func (s *State) Apply(e *ledger.Event) {
 	case ledger.ApprovalRequested:
 		s.Approvals[e.ScheduleID] = &Approval{
 			Key: e.IdempotencyKey, Slot: e.Slot, Status: "pending", PR: e.PR, PayloadHash: e.PayloadHash,
-			RequestedAt: e.TS, ExpiresAt: e.ExpiresAt, TraceID: e.TraceID,
+			RequestedAt: e.TS, ExpiresAt: e.ExpiresAt, TraceID: e.TraceID, Mode: e.Mode,
 		}
 	case ledger.ApprovalApproved:
 		if a := s.Approvals[e.ScheduleID]; a != nil {
@@ -317,6 +321,10 @@ func (s *State) Apply(e *ledger.Event) {
 		delete(s.Approvals, e.ScheduleID)
 		if id := TokenIDOf(e); id != "" {
 			s.Consumed[id] = e.ExpiresAt
+		}
+	case ledger.ApprovalRefused:
+		if id := TokenIDOf(e); id != "" {
+			s.Refused[id] = e.ExpiresAt
 		}
 	case ledger.BudgetWarning, ledger.BudgetExceeded:
 		if e.Period != "" {
@@ -367,12 +375,7 @@ func (s *State) Checkpoint(ts time.Time) *ledger.Event {
 			snap.Done[k] = t
 		}
 	}
-	snap.Consumed = map[string]time.Time{}
-	for k, exp := range s.Consumed {
-		if exp.IsZero() || exp.After(ts) {
-			snap.Consumed[k] = exp
-		}
-	}
+	snap.Consumed, snap.Refused = unexpired(s.Consumed, ts), unexpired(s.Refused, ts)
 	snap.ActorRuns = map[string][]time.Time{}
 	for a, runs := range s.ActorRuns {
 		for _, t := range runs {
@@ -388,6 +391,18 @@ func (s *State) Checkpoint(ts time.Time) *ledger.Event {
 	return &ledger.Event{TS: ts, Event: ledger.LedgerCheckpoint, Status: "ok", Detail: detail}
 }
 
+// unexpired keeps the token ids that could still be presented at ts: an
+// expired token is refused anyway, so it need not be remembered.
+func unexpired(m map[string]time.Time, ts time.Time) map[string]time.Time {
+	out := map[string]time.Time{}
+	for k, exp := range m {
+		if exp.IsZero() || exp.After(ts) {
+			out[k] = exp
+		}
+	}
+	return out
+}
+
 func (s *State) restore(detail []byte) {
 	var snap snapshot
 	if json.Unmarshal(detail, &snap) != nil {
@@ -400,6 +415,7 @@ func (s *State) restore(detail []byte) {
 	maps.Copy(s.DeadLetters, snap.DeadLetters)
 	maps.Copy(s.Approvals, snap.Approvals)
 	maps.Copy(s.Consumed, snap.Consumed)
+	maps.Copy(s.Refused, snap.Refused)
 	maps.Copy(s.Known, snap.Known)
 	maps.Copy(s.ActorRuns, snap.ActorRuns)
 }

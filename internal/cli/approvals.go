@@ -1,0 +1,392 @@
+package cli
+
+import (
+	"fmt"
+	"os/user"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/astra-gitops/astra/internal/approval"
+	"github.com/astra-gitops/astra/internal/gate"
+	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/plan"
+	"github.com/astra-gitops/astra/internal/runner"
+	"github.com/astra-gitops/astra/internal/state"
+)
+
+func (a *app) approvalsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "approvals",
+		Short: "List, approve and reject approval requests",
+		Long: `Runs that need a human (tier 2, task policy auto_execute: false, tools with
+requires_approval, autonomy L0/L1) wait for an approval. In CI each request
+is a pull request: merge it to approve one run, close it to reject. Locally,
+'approve' writes the token file a merge would bring (seed 000), and 'reject'
+records the rejection in the ledger.`,
+	}
+	cmd.AddCommand(a.approvalsListCmd(), a.approveCmd("approve"), a.rejectCmd())
+	return cmd
+}
+
+func (a *app) approvalsListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "Show pending approval requests with pull request links and age",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			st, _, err := state.Replay(a.store(), a.now())
+			if err != nil {
+				return withCode(ExitUsage, err)
+			}
+			type row struct {
+				ScheduleID string    `json:"schedule_id"`
+				Name       string    `json:"name"`
+				Tier       int       `json:"tier"`
+				Slot       time.Time `json:"slot,omitzero"`
+				Status     string    `json:"status"`
+				PR         int       `json:"pr,omitempty"`
+				URL        string    `json:"url,omitempty"`
+				Requested  time.Time `json:"requested_at,omitzero"`
+				Expires    time.Time `json:"expires_at,omitzero"`
+				Age        string    `json:"age,omitempty"`
+				Why        string    `json:"why,omitempty"`
+				Token      bool      `json:"token_file"`
+			}
+			var rows []row
+			for _, s := range cfg.Schedules {
+				_, _, terr := approval.Read(a.repo(), s.ID)
+				hasToken := terr == nil
+				req := st.Approvals[s.ID]
+				if req == nil && !hasToken {
+					continue
+				}
+				r := row{ScheduleID: s.ID, Name: s.Name, Tier: int(s.SafetyTier), Token: hasToken, Status: "token file present"}
+				if tool := cfg.Policies.Tools[s.TargetTool]; tool != nil {
+					r.Why = strings.Join(gate.ApprovalReasons(s, tool, &cfg.Policies), "; ")
+				}
+				if req != nil {
+					r.Slot, r.Status, r.PR, r.Requested, r.Expires = req.Slot, req.Status, req.PR, req.RequestedAt, req.ExpiresAt
+					r.Age = max(0, a.now().Sub(req.RequestedAt)).Round(time.Minute).String()
+					if repo := a.getenv("GITHUB_REPOSITORY"); repo != "" && req.PR != 0 {
+						r.URL = fmt.Sprintf("%s/%s/pull/%d", serverURL(a.getenv), repo, req.PR)
+					}
+				}
+				rows = append(rows, r)
+			}
+			if a.json() {
+				return a.printJSON(nonNil(rows))
+			}
+			if len(rows) == 0 {
+				fmt.Fprintln(a.stdout, "no pending approvals")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "SCHEDULE\tTIER\tSLOT\tSTATUS\tAGE\tEXPIRES\tPULL REQUEST\tWHY")
+			for _, r := range rows {
+				pr := r.URL
+				if pr == "" && r.PR != 0 {
+					pr = fmt.Sprintf("#%d", r.PR)
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Tier, fmtTime(r.Slot), r.Status, r.Age, fmtTime(r.Expires), pr, r.Why)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func serverURL(getenv func(string) string) string {
+	if u := getenv("GITHUB_SERVER_URL"); u != "" {
+		return u
+	}
+	return "https://github.com"
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// whoami is the default approver name for local approvals.
+func whoami(getenv func(string) string) string {
+	for _, k := range []string{"GITHUB_ACTOR", "USER"} {
+		if v := getenv(k); v != "" {
+			return v
+		}
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return ""
+}
+
+func (a *app) approveCmd(use string) *cobra.Command {
+	var by string
+	var ttl string
+	cmd := &cobra.Command{
+		Use:   use + " <schedule>",
+		Short: "Approve the pending (or next) run of a schedule with a local token file",
+		Long: `approve writes var/approvals/pending/<schedule_id>.token (seed 000) for the
+schedule's open request, or, when none is open, for its next due run. The
+token names the slot and the payload hash, expires after --ttl, is signed
+when ASTRA_APPROVAL_SECRET is set, and is used once. When the task policy
+names an approver role, --by must be one of its logins.
+
+Commit the token file (or let run-due do it): the next run executes once.
+In CI, approve by merging the approval pull request instead.`,
+		Example: `  astra approvals approve production_deploy --by alice
+  astra approve production_deploy --by alice --ttl 2h`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			s := cfg.Schedule(args[0])
+			if s == nil {
+				return usageErrorf("no schedule with id or name %q (see `astra schedules list`)", args[0])
+			}
+			if by == "" {
+				by = whoami(a.getenv)
+			}
+			if by == "" {
+				return usageErrorf("say who approves with --by")
+			}
+			if role := approverRoleOf(cfg, s); role != "" {
+				if allowed := cfg.Policies.Approvers[role]; !slices.Contains(allowed, by) {
+					return usageErrorf("%s may not approve %s: task policy requires role %s (%s)", by, s.Name, role, strings.Join(allowed, ", "))
+				}
+			}
+			st, _, err := state.Replay(a.store(), a.now())
+			if err != nil {
+				return withCode(ExitUsage, err)
+			}
+			d := s.ApprovalTTL.D()
+			if ttl != "" {
+				v, err := model.ParseDuration(ttl)
+				if err != nil || v.D() <= 0 {
+					return usageErrorf("--ttl %q: use a duration such as 30m, 2h or 1d", ttl)
+				}
+				d = v.D()
+			}
+			now := a.now()
+			tok := &approval.Token{ScheduleID: s.ID, ScheduleName: s.Name, ApprovedBy: by, ApprovedAt: now, ExpiresAt: now.Add(d),
+				PayloadHash: approval.PayloadHash(s.Payload)}
+			what := "its next due run"
+			if req := st.Approvals[s.ID]; req != nil {
+				tok.Slot, tok.IdempotencyKey = req.Slot, req.Key
+				what = "the run requested for " + req.Slot.UTC().Format(time.RFC3339)
+			}
+			tok.Sign([]byte(a.getenv("ASTRA_APPROVAL_SECRET")))
+			if _, err := approval.Write(a.repo(), tok); err != nil {
+				return err
+			}
+			if a.json() {
+				return a.printJSON(tok)
+			}
+			fmt.Fprintf(a.stdout, "approved %s of %s as %s until %s\nwrote %s; the next run-due executes it once\n",
+				what, s.Name, by, tok.ExpiresAt.Format(time.RFC3339), approval.Path(s.ID))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&by, "by", "", "who approves (default $GITHUB_ACTOR or $USER)")
+	cmd.Flags().StringVar(&ttl, "ttl", "", "how long the approval is valid (default the schedule's approval_ttl, 24h)")
+	return cmd
+}
+
+func approverRoleOf(cfg *model.Config, s *model.Schedule) string {
+	if tp := cfg.Policies.TaskPolicy(s.TargetTool, s.Tenant); tp != nil {
+		return tp.ApproverRole
+	}
+	return ""
+}
+
+func (a *app) rejectCmd() *cobra.Command {
+	var by, reason string
+	cmd := &cobra.Command{
+		Use:     "reject <schedule>",
+		Short:   "Reject the pending approval request of a schedule (recorded; the slot never runs)",
+		Example: `  astra approvals reject production_deploy --by alice --reason "freeze until Monday"`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			s := cfg.Schedule(args[0])
+			if s == nil {
+				return usageErrorf("no schedule with id or name %q (see `astra schedules list`)", args[0])
+			}
+			if by == "" {
+				by = whoami(a.getenv)
+			}
+			r, err := a.newRunner(cfg, runFlags{}, plan.Filter{}, 1)
+			if err != nil {
+				return err
+			}
+			rep, err := r.Record(cmd.Context(), func(st *state.State) ([]*ledger.Event, error) {
+				req := st.Approvals[s.ID]
+				if req == nil {
+					return nil, usageErrorf("%s has no pending approval request", s.Name)
+				}
+				if err := approval.Remove(a.repo(), s.ID); err != nil {
+					return nil, err
+				}
+				return []*ledger.Event{{Event: ledger.ApprovalRejected, ScheduleID: s.ID, Slot: req.Slot, IdempotencyKey: req.Key,
+					Actor: s.Actor, Tenant: s.Tenant, Tool: s.TargetTool, Tier: int(s.SafetyTier), Status: "rejected", By: by,
+					PR: req.PR, Error: reason, TraceID: req.TraceID, Mode: req.Mode}}, nil
+			})
+			if err != nil {
+				return a.finishRecord(rep, err)
+			}
+			fmt.Fprintf(a.stdout, "rejected the request of %s; recorded in the ledger\n", s.Name)
+			return a.finishRecord(rep, nil)
+		},
+	}
+	cmd.Flags().StringVar(&by, "by", "", "who rejects (default $GITHUB_ACTOR or $USER)")
+	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded)")
+	return cmd
+}
+
+func (a *app) deadLetterCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dead-letter",
+		Short: "List and release slots that failed every attempt",
+	}
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "Show dead-lettered slots",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, _, err := state.Replay(a.store(), a.now())
+			if err != nil {
+				return withCode(ExitUsage, err)
+			}
+			dls := make([]*state.DeadLetter, 0, len(st.DeadLetters))
+			for _, d := range st.DeadLetters {
+				dls = append(dls, d)
+			}
+			sort.Slice(dls, func(i, j int) bool { return dls[i].At.Before(dls[j].At) })
+			if a.json() {
+				return a.printJSON(dls)
+			}
+			if len(dls) == 0 {
+				fmt.Fprintln(a.stdout, "no dead letters")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "KEY\tATTEMPTS\tSINCE\tERROR")
+			for _, d := range dls {
+				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", d.Key, d.Attempts, d.At.Format(time.RFC3339), truncate(d.Error, 100))
+			}
+			return tw.Flush()
+		},
+	}
+	retry := &cobra.Command{
+		Use:   "retry <schedule|key|run>",
+		Short: "Release dead letters: they run again at the next run-due (recorded)",
+		Example: `  astra dead-letter retry autonomous_coding      # every dead letter of the schedule
+  astra dead-letter retry 'sch_a2ebb623@2026-11-22T08:00:00Z'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			ref := strings.SplitN(args[0], "#", 2)[0] // a run id names its key
+			id := ""
+			if s := cfg.Schedule(ref); s != nil {
+				id = s.ID
+			}
+			r, err := a.newRunner(cfg, runFlags{}, plan.Filter{}, 1)
+			if err != nil {
+				return err
+			}
+			var released []string
+			rep, err := r.Record(cmd.Context(), func(st *state.State) ([]*ledger.Event, error) {
+				var evs []*ledger.Event
+				for key, d := range st.DeadLetters {
+					if key != ref && d.ScheduleID != id {
+						continue
+					}
+					s := cfg.Schedule(d.ScheduleID)
+					ev := &ledger.Event{Event: ledger.DeadLetterReleased, ScheduleID: d.ScheduleID, Slot: d.Slot, IdempotencyKey: key,
+						Status: "released", TraceID: d.TraceID, Mode: d.Mode, By: whoami(a.getenv)}
+					if s != nil {
+						ev.Actor, ev.Tenant, ev.Tool, ev.Tier = s.Actor, s.Tenant, s.TargetTool, int(s.SafetyTier)
+					}
+					evs = append(evs, ev)
+					released = append(released, key)
+				}
+				if len(evs) == 0 {
+					return nil, usageErrorf("no dead letter matches %q (see `astra dead-letter list`)", args[0])
+				}
+				sort.Slice(evs, func(i, j int) bool { return evs[i].IdempotencyKey < evs[j].IdempotencyKey })
+				return evs, nil
+			})
+			if err == nil {
+				sort.Strings(released)
+				fmt.Fprintf(a.stdout, "released %s; the next run-due retries them\n", strings.Join(released, ", "))
+			}
+			return a.finishRecord(rep, err)
+		},
+	}
+	cmd.AddCommand(list, retry)
+	return cmd
+}
+
+func (a *app) budgetResumeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "resume",
+		Short: "Lift a global-budget pause for the rest of its period (recorded)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			r, err := a.newRunner(cfg, runFlags{}, plan.Filter{}, 1)
+			if err != nil {
+				return err
+			}
+			var period string
+			rep, err := r.Record(cmd.Context(), func(st *state.State) ([]*ledger.Event, error) {
+				if st.Pause == nil {
+					return nil, usageErrorf("the global budget is not paused")
+				}
+				period = st.Pause.Period
+				return []*ledger.Event{{Event: ledger.BudgetResumed, Status: "resumed", Period: period, By: whoami(a.getenv),
+					SpentUSD: st.Spend.DayUSD}}, nil
+			})
+			if err == nil {
+				fmt.Fprintf(a.stdout, "resumed: runs go ahead again for the rest of this %s; the limit stays\n", period)
+			}
+			return a.finishRecord(rep, err)
+		},
+	}
+}
+
+// finishRecord reports where a recorded decision went and maps errors.
+func (a *app) finishRecord(rep *runner.Report, err error) error {
+	if err != nil {
+		return a.finishRun(nil, err)
+	}
+	switch {
+	case rep.Pushed:
+		fmt.Fprintf(a.stdout, "ledger committed %s and pushed\n", short(rep.Commit))
+	case rep.Commit != "":
+		fmt.Fprintf(a.stdout, "ledger committed %s (not pushed)\n", short(rep.Commit))
+	}
+	return nil
+}

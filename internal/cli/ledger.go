@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/runner"
+)
+
+func (a *app) ledgerCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ledger",
+		Short: "Inspect, verify and repair the ledger in var/schedules",
+	}
+	cmd.AddCommand(a.ledgerVerifyCmd(), a.ledgerCatCmd(), a.ledgerRepairCmd())
+	return cmd
+}
+
+func (a *app) store() *ledger.Store {
+	return ledger.Open(a.repo(), a.v.GetInt64("ledger.segment_size"))
+}
+
+func (a *app) ledgerVerifyCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify",
+		Short: "Check gzip integrity, JSON, seq and the hash chain of every ledger file",
+		Long: `verify reads every file of the ledger and the approval log and checks that
+each gzip member is intact, each line is a valid event, seq increases by one
+and each line's prev is the sha256 of the line before it, across files.
+It names the first bad file:line and exits 1; a clean ledger exits 0.`,
+		Example: `  astra ledger verify
+  astra ledger verify --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			type result struct {
+				Log    string `json:"log"`
+				Files  int    `json:"files"`
+				Events int64  `json:"events"`
+				Last   string `json:"last_hash,omitempty"`
+				Error  string `json:"error,omitempty"`
+				File   string `json:"file,omitempty"`
+				Line   int    `json:"line,omitempty"`
+				Hint   string `json:"hint,omitempty"`
+			}
+			var results []result
+			bad := false
+			for _, s := range []*ledger.Store{a.store(), ledger.OpenApprovalLog(a.repo())} {
+				segs, err := s.Segments()
+				if err != nil {
+					return err
+				}
+				name := ledger.Dir
+				if len(segs) > 0 {
+					name = filepath.ToSlash(filepath.Dir(segs[0].Path))
+				}
+				st, err := ledger.Verify(a.repo(), segs)
+				res := result{Log: name, Files: st.Files, Events: st.Events, Last: st.Tail.Hash}
+				var ce *ledger.CorruptError
+				switch {
+				case errors.As(err, &ce):
+					bad = true
+					res.Error, res.File, res.Line, res.Hint = ce.Error(), ce.File, ce.Line, runner.RepairHint(ce)
+				case err != nil:
+					return err
+				}
+				results = append(results, res)
+			}
+			if a.json() {
+				if err := a.printJSON(results); err != nil {
+					return err
+				}
+			} else {
+				for _, r := range results {
+					if r.Error != "" {
+						fmt.Fprintf(a.stdout, "%s\n  %s\n", r.Error, r.Hint)
+						if a.inGitHubActions() {
+							fmt.Fprintf(a.stdout, "::error file=%s,line=%d::%s\n", r.File, r.Line, r.Error)
+						}
+						continue
+					}
+					fmt.Fprintf(a.stdout, "%s: %d events in %d files, chain intact\n", r.Log, r.Events, r.Files)
+				}
+			}
+			if bad {
+				return withCode(ExitFailed, errSilent)
+			}
+			return nil
+		},
+	}
+}
+
+func (a *app) ledgerCatCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "cat [file...]",
+		Short: "Print ledger files as NDJSON (all of them by default)",
+		Long: `cat decompresses ledger files and prints their lines, one JSON event per
+line, like zcat. Without arguments it prints the whole ledger in order. It is
+also the textconv driver that makes 'git diff' show ledger changes as text:
+
+  git config diff.astra-ledger.textconv "astra ledger cat"
+  echo 'var/**/*.ndjson.gz diff=astra-ledger' >> .gitattributes`,
+		Example: `  astra ledger cat | jq 'select(.event == "run.failed")'
+  astra ledger cat var/schedules/2026-11.ndjson.gz`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			files := args
+			if len(files) == 0 {
+				segs, err := a.store().Segments()
+				if err != nil {
+					return err
+				}
+				for _, s := range segs {
+					files = append(files, filepath.Join(a.repo(), filepath.FromSlash(s.Path)))
+				}
+			}
+			return ledger.Cat(a.stdout, files...)
+		},
+	}
+}
+
+func (a *app) ledgerRepairCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "repair",
+		Short: "Cut a broken tail (a run killed while writing) off the ledger",
+		Long: `repair cuts the last gzip member of the last ledger file when it does not
+decompress, which is what a run killed while writing leaves behind. Complete
+lines of that member that still chain are kept, and a ledger.repaired event
+records what was cut. A ledger broken anywhere else is refused: that is not
+a crash, and needs a human (restore the file from git).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rep, err := runner.RepairLedger(a.store(), a.clock)
+			if err != nil {
+				return withCode(ExitUsage, err)
+			}
+			if rep == nil {
+				fmt.Fprintln(a.stdout, "the ledger is intact; nothing to repair")
+				return nil
+			}
+			fmt.Fprintf(a.stdout, "cut %d bytes at offset %d of %s; kept %d complete lines; recorded ledger.repaired\n",
+				rep.Dropped, rep.Offset, rep.File, rep.Salvaged)
+			return nil
+		},
+	}
+}

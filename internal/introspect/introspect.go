@@ -1,0 +1,218 @@
+// Package introspect answers questions about past runs from the ledger:
+// seed 000's tier-0 tools tasks_list, tasks_by_trace and tasks_last_failed,
+// and the budget report. The CLI and the builtin tools share it.
+package introspect
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/state"
+)
+
+// Task is one attempt at a slot, or one skipped slot, as the ledger tells it.
+type Task struct {
+	RunID      string       `json:"run_id"`
+	ScheduleID string       `json:"schedule_id"`
+	Key        string       `json:"idempotency_key"`
+	Slot       time.Time    `json:"slot,omitzero"`
+	Status     string       `json:"status"` // running, completed, failed, skipped
+	Reason     string       `json:"reason,omitempty"`
+	Started    time.Time    `json:"started"`
+	Ended      time.Time    `json:"ended,omitzero"`
+	Attempt    int          `json:"attempt"`
+	Mode       string       `json:"scheduled_vs_manual"`
+	Actor      string       `json:"actor"`
+	Tool       string       `json:"tool"`
+	Tier       int          `json:"tier"`
+	TraceID    string       `json:"trace_id,omitempty"`
+	Usage      ledger.Usage `json:"usage,omitzero"`
+	Error      string       `json:"error,omitempty"`
+	Output     string       `json:"output,omitempty"`
+}
+
+// Query selects tasks.
+type Query struct {
+	Schedule string    // id
+	Status   string    // running, completed, failed, skipped, all; "" = runs (not skips)
+	Since    time.Time // earliest event time read; zero: the current month
+	TraceID  string
+	Limit    int // newest first; 0 = all
+}
+
+// Tasks lists tasks matching q, newest first.
+func Tasks(store *ledger.Store, now time.Time, q Query) ([]Task, error) {
+	since := q.Since
+	if since.IsZero() {
+		since = time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	}
+	segs, err := store.Segments()
+	if err != nil {
+		return nil, err
+	}
+	from := ledger.Month(since)
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].Month >= from })
+	open := map[string]*Task{} // by run id, until its outcome
+	var out []Task
+	_, err = ledger.Scan(store.Root(), segs[i:], ledger.ScanOptions{}, func(e *ledger.Event) error {
+		if e.TS.Before(since) || e.IdempotencyKey == "" {
+			return nil
+		}
+		if q.TraceID != "" && e.TraceID != q.TraceID {
+			return nil
+		}
+		if q.Schedule != "" && e.ScheduleID != q.Schedule {
+			return nil
+		}
+		id := e.RunID()
+		switch e.Event {
+		case ledger.RunClaimed:
+			t := fromEvent(e)
+			t.Status = "running"
+			open[id] = &t
+		case ledger.RunCompleted, ledger.RunFailed:
+			t, ok := open[id]
+			if !ok {
+				f := fromEvent(e)
+				t = &f
+			}
+			delete(open, id)
+			t.Ended, t.Usage, t.Error, t.Output, t.Reason = e.TS, e.Usage, e.Error, e.Output, e.Reason
+			t.Status = "completed"
+			if e.Event == ledger.RunFailed {
+				t.Status = "failed"
+			}
+			out = append(out, *t)
+		case ledger.RunSkipped:
+			t := fromEvent(e)
+			t.Status, t.Reason, t.Error, t.Ended = "skipped", e.Reason, e.Error, e.TS
+			out = append(out, t)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range open {
+		out = append(out, *t)
+	}
+	out = slices.DeleteFunc(out, func(t Task) bool {
+		switch q.Status {
+		case "all":
+			return false
+		case "":
+			return t.Status == "skipped"
+		}
+		return t.Status != q.Status
+	})
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].Started.Equal(out[j].Started) {
+			return out[i].Started.After(out[j].Started)
+		}
+		return out[i].RunID > out[j].RunID
+	})
+	if q.Limit > 0 && len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, nil
+}
+
+func fromEvent(e *ledger.Event) Task {
+	return Task{RunID: e.RunID(), ScheduleID: e.ScheduleID, Key: e.IdempotencyKey, Slot: e.Slot, Started: e.TS,
+		Attempt: max(e.Attempt, 1), Mode: e.Mode, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier, TraceID: e.TraceID}
+}
+
+// ByTrace lists every task of one trace (a run, its retries and chained
+// steps), oldest first, looking back a month and a half.
+func ByTrace(store *ledger.Store, now time.Time, traceID string) ([]Task, error) {
+	ts, err := Tasks(store, now, Query{TraceID: traceID, Status: "all", Since: now.AddDate(0, 0, -45)})
+	slices.Reverse(ts)
+	return ts, err
+}
+
+// LastFailed lists the most recent failures (seed 000 tasks_last_failed).
+func LastFailed(store *ledger.Store, now time.Time, limit int) ([]Task, error) {
+	return Tasks(store, now, Query{Status: "failed", Limit: limit, Since: now.AddDate(0, 0, -31)})
+}
+
+// ScheduleBudget is seed 000's RunBudget of one schedule, today.
+type ScheduleBudget struct {
+	ScheduleID string `json:"schedule_id"`
+	Name       string `json:"name"`
+	Tier       int    `json:"tier"`
+	PerDay     int    `json:"per_day"`  // 0: not budget-limited
+	Consumed   int    `json:"consumed"` // successful runs today (and live claims)
+	Left       int    `json:"left"`
+	LastReset  string `json:"last_reset"` // the UTC day the count is for
+}
+
+// GlobalBudget is spend against the limits (seed 002 GlobalBudgetGuard).
+type GlobalBudget struct {
+	DayUSD          float64 `json:"day_usd"`
+	DayLimitUSD     float64 `json:"day_limit_usd"`
+	MonthUSD        float64 `json:"month_usd"`
+	MonthLimitUSD   float64 `json:"month_limit_usd"`
+	DayTokens       int64   `json:"day_tokens"`
+	MonthTokens     int64   `json:"month_tokens"`
+	AlertLevel      float64 `json:"alert_level"` // highest threshold reached in either period, 0 if none
+	Paused          string  `json:"paused,omitempty"`
+	OnLimitReached  string  `json:"on_limit_reached"`
+	AlertThresholds []float64
+}
+
+// Budget is the report of `astra budget` and the builtin budget tool.
+type Budget struct {
+	Day       string           `json:"day"`
+	Global    GlobalBudget     `json:"global"`
+	Schedules []ScheduleBudget `json:"schedules"`
+}
+
+// BudgetReport computes budget use at st.Now.
+func BudgetReport(cfg *model.Config, st *state.State) Budget {
+	b := cfg.Policies.Budget
+	g := GlobalBudget{DayUSD: st.Spend.DayUSD, DayLimitUSD: b.DailyLimitUSD, MonthUSD: st.Spend.MonthUSD, MonthLimitUSD: b.MonthlyLimitUSD,
+		DayTokens: st.Spend.DayTokens, MonthTokens: st.Spend.MonthTokens, OnLimitReached: b.OnLimitReached, AlertThresholds: b.AlertThresholds}
+	for _, th := range append(append([]float64(nil), b.AlertThresholds...), 1) {
+		if (b.DailyLimitUSD > 0 && g.DayUSD >= th*b.DailyLimitUSD) || (b.MonthlyLimitUSD > 0 && g.MonthUSD >= th*b.MonthlyLimitUSD) {
+			g.AlertLevel = th
+		}
+	}
+	if p := st.Pause; p != nil {
+		g.Paused = fmt.Sprintf("%s since %s (%s)", p.Period, p.Since.Format(time.RFC3339), p.Mode)
+	}
+	out := Budget{Day: state.Day(st.Now), Global: g}
+	for _, sc := range cfg.Schedules {
+		sb := ScheduleBudget{ScheduleID: sc.ID, Name: sc.Name, Tier: int(sc.SafetyTier), LastReset: state.Day(st.Now)}
+		if sc.SafetyTier >= model.TierLocalWrite {
+			sb.PerDay = sc.PerDayBudget
+			sb.Consumed = st.ConsumedToday(sc.ID)
+			sb.Left = max(0, sb.PerDay-sb.Consumed)
+		}
+		out.Schedules = append(out.Schedules, sb)
+	}
+	return out
+}
+
+// Text renders tasks for a builtin tool's output: one line each.
+func Text(ts []Task) string {
+	if len(ts) == 0 {
+		return "no tasks\n"
+	}
+	var b strings.Builder
+	for _, t := range ts {
+		fmt.Fprintf(&b, "%s %-9s %s %s", t.Started.Format(time.RFC3339), t.Status, t.RunID, t.Tool)
+		if t.Reason != "" {
+			fmt.Fprintf(&b, " (%s)", t.Reason)
+		}
+		if t.Error != "" {
+			fmt.Fprintf(&b, ": %s", t.Error)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}

@@ -1,0 +1,271 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/astra-gitops/astra/internal/gitops"
+	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/state"
+)
+
+// Syncer is the git side of a run (internal/gitops).
+type Syncer interface {
+	Commit(msg string, paths ...string) (hash string, changed bool, err error)
+	Push(ctx context.Context) error
+	Sync(ctx context.Context) error
+	Materialize(prefix string) error
+	PushSpill(ctx context.Context, name string, files map[string][]byte, msg string) error
+	ListSpills(ctx context.Context) ([]string, error)
+	ReadSpill(ctx context.Context, name string) (map[string][]byte, error)
+	DeleteSpill(ctx context.Context, name string) error
+}
+
+// maxRounds bounds how often a run retries after another runner pushed
+// first; each round waits a little longer, with jitter.
+const maxRounds = 6
+
+// errRaced means another runner pushed first.
+var errRaced = errors.New("another runner pushed first")
+
+// ErrInfra is a git or GitHub failure that outlasted the retries (exit 3).
+var ErrInfra = errors.New("infrastructure")
+
+// publish commits what the run recorded so far and pushes it. A rejected
+// push returns errRaced.
+func (s *session) publish(ctx context.Context, phase string) error {
+	g := s.r.git
+	if g == nil || s.r.opts.DryRun {
+		return nil
+	}
+	paths := append(s.j.Files(), s.removed...)
+	if len(paths) == 0 {
+		return nil
+	}
+	hash, changed, err := g.Commit(s.commitMessage(phase), dedupe(paths)...)
+	if err != nil {
+		return fmt.Errorf("%w: committing the ledger: %v", ErrInfra, err)
+	}
+	if changed {
+		s.report.Commit = hash
+	}
+	if s.r.opts.NoPush {
+		s.pushed = len(s.j.Recorded())
+		return nil
+	}
+	if err := g.Push(ctx); err != nil {
+		if errors.Is(err, gitops.ErrRejected) {
+			return errRaced
+		}
+		return fmt.Errorf("%w: %v", ErrInfra, err)
+	}
+	s.pushed = len(s.j.Recorded())
+	s.report.Pushed = true
+	return nil
+}
+
+// resync moves the checkout to the remote's ledger after a rejected push,
+// waiting a little (with jitter) so racing runners spread out.
+func (s *session) resync(ctx context.Context) error {
+	wait := time.Duration(50+rand.IntN(250)) * time.Millisecond * time.Duration(1+s.report.Raced)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(wait):
+	}
+	if err := s.r.git.Sync(ctx); err != nil {
+		return fmt.Errorf("%w: fetching the remote ledger: %v", ErrInfra, err)
+	}
+	if err := s.r.git.Materialize("var/"); err != nil {
+		return fmt.Errorf("%w: %v", ErrInfra, err)
+	}
+	return nil
+}
+
+// finish publishes the outcomes. When another runner pushed meanwhile, the
+// ledger is rebuilt from the remote and this run's not-yet-pushed events
+// are appended again on top (new seq and chain). After maxRounds the
+// events go to a spill ref that a later run merges: nothing is lost.
+func (s *session) finish(ctx context.Context) error {
+	for round := 0; ; round++ {
+		err := s.publish(ctx, "run")
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, errRaced) {
+			return s.spill(ctx, err)
+		}
+		s.report.Raced++
+		if round >= maxRounds {
+			return s.spill(ctx, fmt.Errorf("%w: the push was rejected %d times: other runners keep pushing first", ErrInfra, round+1))
+		}
+		pending := s.j.Recorded()[s.pushed:]
+		if err := s.resync(ctx); err != nil {
+			return s.spill(ctx, err)
+		}
+		if err := s.reapply(pending); err != nil {
+			return s.spill(ctx, err)
+		}
+	}
+}
+
+// reapply replays the ledger as the remote has it and appends pending on
+// top, leaving out alerts and schedule changes the other runner recorded
+// already.
+func (s *session) reapply(pending []*ledger.Event) error {
+	store := ledger.Open(s.r.opts.Root, s.r.opts.SegmentSize)
+	st, tail, err := state.Replay(store, s.now)
+	if err != nil {
+		return fmt.Errorf("%w: replaying the remote ledger: %v", ErrInfra, err)
+	}
+	j := state.NewJournal(store, st, tail, s.r.opts.Clock, false)
+	var keep []*ledger.Event
+	for _, e := range pending {
+		if redundant(st, e) {
+			continue
+		}
+		c := *e
+		keep = append(keep, &c)
+	}
+	if err := j.Record(keep...); err != nil {
+		return err
+	}
+	s.j, s.pushed = j, 0
+	return nil
+}
+
+// redundant reports whether the remote ledger already says what e says.
+func redundant(st *state.State, e *ledger.Event) bool {
+	switch e.Event {
+	case ledger.BudgetWarning, ledger.BudgetExceeded:
+		return e.Period != "" && st.Alerted[state.AlertKey(e.Period, e.TS, e.Threshold)]
+	case ledger.BudgetPaused:
+		return st.Pause != nil
+	case ledger.ScheduleCreated, ledger.ScheduleUpdated:
+		return st.Known[e.ScheduleID] == e.PayloadHash
+	case ledger.ScheduleDeleted:
+		_, known := st.Known[e.ScheduleID]
+		return !known
+	}
+	return false
+}
+
+// spill saves the events that could not be pushed on a ref of their own
+// (a new ref cannot conflict), for a later run to merge; cause is
+// returned, so the run exits 3.
+func (s *session) spill(ctx context.Context, cause error) error {
+	pending := s.j.Recorded()[s.pushed:]
+	if len(pending) == 0 || s.r.git == nil || s.r.opts.NoPush {
+		return cause
+	}
+	var buf bytes.Buffer
+	for _, e := range pending {
+		buf.Write(ledger.AppendJSON(nil, e))
+		buf.WriteByte('\n')
+	}
+	name := fmt.Sprintf("%s-%d", sanitizeRef(s.r.opts.RunnerID), time.Now().UnixNano())
+	err := s.r.git.PushSpill(ctx, name, map[string][]byte{"events.ndjson": buf.Bytes()},
+		fmt.Sprintf("astra: %d events a run could not push\n\n[skip ci]", len(pending)))
+	if err != nil {
+		return fmt.Errorf("%w; the events stay in the local commit only (spilling failed: %v)", cause, err)
+	}
+	s.report.Spilled = "astra/spill/" + name
+	s.deleteSpills(ctx) // their events are in the new spill
+	return fmt.Errorf("%w; %d events were saved on branch astra/spill/%s and the next run will add them", cause, len(pending), name)
+}
+
+// deleteSpills removes the spill refs merged by this run, once their
+// events are safe elsewhere.
+func (s *session) deleteSpills(ctx context.Context) {
+	for _, name := range s.spills {
+		if err := s.r.git.DeleteSpill(ctx, name); err != nil {
+			s.report.Errors = append(s.report.Errors, fmt.Sprintf("deleting merged spill %s: %v", name, err))
+		}
+	}
+	s.spills = nil
+}
+
+// mergeSpills adds the events of earlier runs' spill refs to the ledger
+// (their own seq and chain are replaced); the refs are deleted once the
+// merge is pushed.
+func (s *session) mergeSpills(ctx context.Context) error {
+	if s.r.git == nil || s.r.opts.DryRun || s.r.opts.NoPush {
+		return nil
+	}
+	names, err := s.r.git.ListSpills(ctx)
+	if err != nil || len(names) == 0 {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		files, err := s.r.git.ReadSpill(ctx, name)
+		if err != nil {
+			return err
+		}
+		var evs []*ledger.Event
+		for _, line := range bytes.Split(bytes.TrimSpace(files["events.ndjson"]), []byte{'\n'}) {
+			if len(line) == 0 {
+				continue
+			}
+			var e ledger.Event
+			if err := ledger.Unmarshal(line, &e); err != nil {
+				return fmt.Errorf("spill %s: %w", name, err)
+			}
+			if !redundant(s.state(), &e) {
+				evs = append(evs, &e)
+			}
+		}
+		if err := s.j.Record(evs...); err != nil {
+			return err
+		}
+		s.report.Merged += len(evs)
+	}
+	s.spills = names
+	return nil
+}
+
+func sanitizeRef(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+func dedupe(paths []string) []string {
+	slices.Sort(paths)
+	return slices.Compact(paths)
+}
+
+// commitMessage summarises the run for `git log`.
+func (s *session) commitMessage(phase string) string {
+	r := s.report
+	var b strings.Builder
+	if phase == "claim" {
+		fmt.Fprintf(&b, "astra: claim %d run(s)", len(s.j.Recorded())-s.pushed)
+	} else {
+		fmt.Fprintf(&b, "astra: %d ran, %d failed, %d skipped, %d awaiting approval",
+			r.Count(ActionRan), r.Count(ActionFailed)+r.Count(ActionLost), r.Count(ActionSkipped)+r.Count(ActionMissed), r.Count(ActionAwaitingApproval))
+	}
+	b.WriteString("\n\n")
+	for _, o := range r.Outcomes {
+		line := fmt.Sprintf("- %s %s", o.Action, o.Name)
+		if !o.Slot.IsZero() {
+			line += " @ " + o.Slot.UTC().Format(time.RFC3339)
+		}
+		if o.Reason != "" {
+			line += " (" + o.Reason + ")"
+		}
+		b.WriteString(line + "\n")
+	}
+	fmt.Fprintf(&b, "\nrunner: %s\n\n[skip ci]", s.r.opts.RunnerID)
+	return b.String()
+}

@@ -1,0 +1,78 @@
+package runner
+
+import (
+	"time"
+
+	"github.com/astra-gitops/astra/internal/ledger"
+)
+
+// Actions an outcome reports.
+const (
+	ActionRan              = "ran"
+	ActionFailed           = "failed"
+	ActionSkipped          = "skipped"
+	ActionMissed           = "missed"
+	ActionLost             = "lost"
+	ActionAwaitingApproval = "awaiting_approval"
+	ActionDryRun           = "dry_run"   // a dry run invoked the tool in dry-run mode
+	ActionWouldRun         = "would_run" // a dry run of a tool that cannot dry-run
+)
+
+// Outcome is what happened to one candidate.
+type Outcome struct {
+	ScheduleID   string       `json:"schedule_id"`
+	Name         string       `json:"name"`
+	Key          string       `json:"idempotency_key"`
+	Slot         time.Time    `json:"slot"`
+	Kind         string       `json:"kind"` // slot, retry, approved, manual, event, chain, lost, missed
+	Mode         string       `json:"scheduled_vs_manual"`
+	Tool         string       `json:"tool"`
+	Actor        string       `json:"actor"`
+	Tier         int          `json:"tier"`
+	Attempt      int          `json:"attempt"`
+	TraceID      string       `json:"trace_id"`
+	Action       string       `json:"action"`
+	Reason       string       `json:"reason,omitempty"`
+	Detail       string       `json:"detail,omitempty"`
+	Usage        ledger.Usage `json:"usage,omitzero"`
+	Output       string       `json:"output,omitempty"`
+	WouldRun     string       `json:"would_run,omitempty"`
+	PR           int          `json:"pr,omitempty"`
+	PRURL        string       `json:"pr_url,omitempty"`
+	Missed       int          `json:"missed,omitempty"` // older slots superseded by this one
+	RetryAt      time.Time    `json:"retry_at,omitzero"`
+	DeadLettered bool         `json:"dead_lettered,omitempty"`
+	Chain        string       `json:"chain_next,omitempty"`
+}
+
+// Report is the result of a run.
+type Report struct {
+	Now       time.Time        `json:"now"`
+	DryRun    bool             `json:"dry_run"`
+	Outcomes  []*Outcome       `json:"outcomes"`
+	OverLimit int              `json:"over_limit,omitempty"` // due but beyond --limit: next run
+	Alerts    []string         `json:"budget_alerts,omitempty"`
+	Raced     int              `json:"raced,omitempty"` // times another runner pushed first
+	Commit    string           `json:"commit,omitempty"`
+	Pushed    bool             `json:"pushed"`
+	Spilled   string           `json:"spilled,omitempty"` // ref holding events that could not be pushed
+	Merged    int              `json:"merged_from_spills,omitempty"`
+	Repaired  *ledger.Repaired `json:"repaired,omitempty"`
+	Errors    []string         `json:"errors,omitempty"`
+}
+
+// Count returns how many outcomes have the action.
+func (r *Report) Count(action string) int {
+	n := 0
+	for _, o := range r.Outcomes {
+		if o.Action == action {
+			n++
+		}
+	}
+	return n
+}
+
+// Failed reports whether any task failed (exit status 1).
+func (r *Report) Failed() bool {
+	return r.Count(ActionFailed) > 0 || r.Count(ActionLost) > 0 || len(r.Errors) > 0
+}

@@ -1,0 +1,325 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/astra-gitops/astra/internal/executor"
+	"github.com/astra-gitops/astra/internal/gate"
+	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/plan"
+	"github.com/astra-gitops/astra/internal/state"
+)
+
+// task is one run the gates let through (or a dry run of one).
+type task struct {
+	kind       plan.Kind
+	sched      *model.Schedule
+	tool       *model.Tool
+	slot       time.Time
+	key        string
+	mode       string
+	attempt    int
+	traceID    string
+	grant      *grant // approval used by this run
+	previous   string // chain context: the previous step's output
+	depth      int    // chain depth, 0 for a top-level run
+	toolCalls  int64  // tool calls spent by earlier steps of the chain
+	draft      *executor.Result
+	outcome    *Outcome
+	chainedOut []*task
+}
+
+func (t *task) runID() string { return ledger.RunID(t.key, t.attempt) }
+
+// event starts a ledger event about t.
+func (t *task) event(kind ledger.Kind, status string) *ledger.Event {
+	sc := t.sched
+	attempt := t.attempt
+	if attempt == 1 {
+		attempt = 0 // the first attempt is the default: keep lines lean
+	}
+	return &ledger.Event{Event: kind, ScheduleID: sc.ID, Slot: t.slot, IdempotencyKey: t.key, Actor: sc.Actor,
+		Tenant: sc.Tenant, Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: status, TraceID: t.traceID,
+		Mode: t.mode, Attempt: attempt}
+}
+
+// RunDue is `astra run-due`: everything due now, under every gate.
+func (r *Runner) RunDue(ctx context.Context) (*Report, error) {
+	return r.run(ctx, func(s *session) ([]*task, error) {
+		return s.decideDue(ctx)
+	})
+}
+
+// Manual is `astra run <schedule>`: one run outside the schedule, through
+// every gate. key is the idempotency key (default: one per minute).
+func (r *Runner) Manual(ctx context.Context, sc *model.Schedule, key string) (*Report, error) {
+	return r.run(ctx, func(s *session) ([]*task, error) {
+		if key == "" {
+			key = sc.ID + "@manual:" + s.now.Truncate(time.Minute).Format(ledger.TimeLayout)
+		}
+		t := s.newTask(plan.KindManual, sc, s.now, key, ledger.ModeManual, 1, "")
+		return s.decideOne(ctx, t)
+	})
+}
+
+// run drives one run: decide, push the claims, execute, push the outcomes.
+// When another runner pushed first, the decisions are taken again on top of
+// its ledger (bounded).
+func (r *Runner) run(ctx context.Context, decide func(*session) ([]*task, error)) (*Report, error) {
+	for round := 0; ; round++ {
+		s, err := r.open()
+		if err != nil {
+			return nil, err
+		}
+		if err := s.mergeSpills(ctx); err != nil {
+			return nil, fmt.Errorf("%w: merging spilled events: %v", ErrInfra, err)
+		}
+		if err := s.syncSchedules(); err != nil {
+			return nil, err
+		}
+		if err := s.checkApprovals(ctx); err != nil {
+			return nil, err
+		}
+		tasks, err := decide(s)
+		if err != nil {
+			return nil, err
+		}
+		if len(tasks) > 0 && !r.opts.DryRun {
+			// Claims go out before anything runs: whoever pushes first owns
+			// the slots, so no slot runs twice.
+			err := s.publish(ctx, "claim")
+			if errors.Is(err, errRaced) && round < maxRounds {
+				s.report.Raced++
+				if err := s.resync(ctx); err != nil {
+					return s.report, err
+				}
+				continue
+			}
+			if err != nil {
+				return s.report, err
+			}
+		}
+		s.execute(ctx, tasks)
+		if err := s.finish(ctx); err != nil {
+			return s.report, err
+		}
+		if s.report.Pushed {
+			s.deleteSpills(ctx)
+		}
+		return s.report, nil
+	}
+}
+
+// decideDue gates every due candidate in order, recording each decision,
+// and returns the tasks that may run.
+func (s *session) decideDue(ctx context.Context) ([]*task, error) {
+	cands := plan.Due(s.r.cfg, s.state(), s.now, s.r.opts.Filter)
+	var tasks []*task
+	processed := 0
+	for _, c := range cands {
+		switch c.Kind {
+		case plan.KindMissed:
+			t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, 1, "")
+			t.outcome.Missed = c.Missed
+			if err := s.skip(t, ledger.ReasonMissed, fmt.Sprintf("%s late, beyond the catch-up window %s (policy %s)",
+				s.now.Sub(c.Slot).Round(time.Minute), c.Schedule.Catchup.Window.D(), c.Schedule.Catchup.Policy)); err != nil {
+				return nil, err
+			}
+			continue
+		case plan.KindLost:
+			t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, c.Attempt, c.Open.TraceID)
+			if err := s.lost(t, c.Open); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if processed >= s.r.opts.Limit {
+			s.report.OverLimit++
+			continue
+		}
+		processed++
+		trace := ""
+		if c.Open != nil {
+			trace = c.Open.TraceID
+		}
+		t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, c.Attempt, trace)
+		t.outcome.Missed = c.Missed
+		if c.Kind == plan.KindApproved {
+			t.grant = s.grants[c.Schedule.ID]
+			if a := s.state().Approvals[c.Schedule.ID]; a != nil && a.TraceID != "" {
+				t.traceID, t.outcome.TraceID = a.TraceID, a.TraceID
+			}
+		}
+		ok, err := s.gate(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			tasks = append(tasks, t)
+		}
+	}
+	return tasks, nil
+}
+
+// decideOne gates a single manual or event task.
+func (s *session) decideOne(ctx context.Context, t *task) ([]*task, error) {
+	if _, done := s.state().Done[t.key]; done {
+		t.outcome.Action, t.outcome.Reason = ActionSkipped, ledger.ReasonDuplicate
+		t.outcome.Detail = "idempotency key " + t.key + " already completed"
+		return nil, s.record(s.skipEvent(t, ledger.ReasonDuplicate, t.outcome.Detail))
+	}
+	if _, open := s.state().Open[t.key]; open {
+		t.outcome.Action, t.outcome.Reason = ActionSkipped, ledger.ReasonDuplicate
+		t.outcome.Detail = "idempotency key " + t.key + " is already running or waiting for a retry"
+		return nil, nil
+	}
+	ok, err := s.gate(ctx, t)
+	if err != nil || !ok {
+		return nil, err
+	}
+	return []*task{t}, nil
+}
+
+func (s *session) newTask(kind plan.Kind, sc *model.Schedule, slot time.Time, key, mode string, attempt int, trace string) *task {
+	if trace == "" {
+		trace = newTraceID()
+	}
+	t := &task{kind: kind, sched: sc, tool: s.r.cfg.Policies.Tools[sc.TargetTool], slot: slot, key: key, mode: mode,
+		attempt: max(attempt, 1), traceID: trace}
+	t.outcome = &Outcome{ScheduleID: sc.ID, Name: sc.Name, Key: key, Slot: slot, Kind: string(kind), Tool: sc.TargetTool,
+		Actor: sc.Actor, Tier: int(sc.SafetyTier), Attempt: t.attempt, TraceID: trace, Mode: mode}
+	s.report.Outcomes = append(s.report.Outcomes, t.outcome)
+	return t
+}
+
+// gate applies every gate to t and records the decision; true means run.
+func (s *session) gate(ctx context.Context, t *task) (bool, error) {
+	d := gate.Check(gate.Input{Schedule: t.sched, Policies: &s.r.cfg.Policies, State: s.state(), Now: s.now})
+	switch d.Action {
+	case gate.Skip:
+		return false, s.skip(t, d.Reason, d.Detail)
+	case gate.NeedApproval:
+		switch {
+		case t.kind == plan.KindRetry:
+			// The approval covered the slot; its retries need no new one.
+		case t.grant != nil && t.grant.key == t.key:
+		case s.grants[t.sched.ID] != nil && s.grants[t.sched.ID].key == "":
+			t.grant = s.grants[t.sched.ID]
+			g := t.grant
+			ev := t.event(ledger.ApprovalApproved, "approved")
+			ev.By, ev.PR, ev.ExpiresAt, ev.Detail = g.by, g.pr, g.expires, tokenDetail(g.tokenID)
+			if err := s.record(ev); err != nil {
+				return false, err
+			}
+		default:
+			if a := s.state().Approvals[t.sched.ID]; a != nil {
+				t.outcome.PR = a.PR
+				detail := fmt.Sprintf("an approval request for %s is open", a.Slot.UTC().Format(time.RFC3339))
+				if a.PR != 0 {
+					detail = fmt.Sprintf("waiting for pull request #%d (request for %s)", a.PR, a.Slot.UTC().Format(time.RFC3339))
+				}
+				return false, s.skip(t, ledger.ReasonApprovalPending, detail)
+			}
+			t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionAwaitingApproval, ledger.ReasonApprovalPending, d.Detail
+			return false, s.requestApproval(ctx, t, d)
+		}
+	}
+	return true, s.claim(t)
+}
+
+// claim records that this runner owns t's slot until its deadline.
+func (s *session) claim(t *task) error {
+	ev := t.event(ledger.RunClaimed, "claimed")
+	ev.Runner = s.r.opts.RunnerID
+	ev.ExpiresAt = s.now.Add(t.sched.Budget.MaxWallClock.D() + ClaimMargin)
+	evs := []*ledger.Event{ev}
+	if g := t.grant; g != nil {
+		// Consumed as the run starts: one approval is one run, even if this
+		// runner dies before it finishes.
+		c := t.event(ledger.ApprovalConsumed, "consumed")
+		c.By, c.PR, c.ExpiresAt, c.Detail = g.by, g.pr, g.expires, tokenDetail(g.tokenID)
+		evs = append(evs, c)
+		s.dropToken(t.sched.ID)
+	}
+	return s.record(evs...)
+}
+
+func (s *session) skipEvent(t *task, reason, detail string) *ledger.Event {
+	ev := t.event(ledger.RunSkipped, "skipped")
+	ev.Reason, ev.Error = reason, detail
+	return ev
+}
+
+func (s *session) skip(t *task, reason, detail string) error {
+	t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionSkipped, reason, detail
+	if reason == ledger.ReasonMissed {
+		t.outcome.Action = ActionMissed
+	}
+	return s.record(s.skipEvent(t, reason, detail))
+}
+
+// lost records a claim whose runner died before recording an outcome as a
+// failure, then retries it per policy: never re-run while a claim is live.
+func (s *session) lost(t *task, o *state.Open) error {
+	detail := fmt.Sprintf("claimed by %s at %s; no outcome by its deadline %s", o.Runner, o.ClaimedAt.Format(time.RFC3339), o.Deadline.Format(time.RFC3339))
+	ev := t.event(ledger.RunFailed, "failed")
+	ev.Reason, ev.Error = ledger.ReasonLost, detail
+	t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionLost, ledger.ReasonLost, detail
+	return s.record(append([]*ledger.Event{ev}, s.retryOrDeadLetter(t, detail)...)...)
+}
+
+// retryOrDeadLetter follows a failure: another attempt after the backoff,
+// or the dead letter after the last one (seed 002).
+func (s *session) retryOrDeadLetter(t *task, why string) []*ledger.Event {
+	r := t.sched.Retry
+	if t.attempt < r.MaxAttempts {
+		ev := t.event(ledger.RunRetryScheduled, "retry")
+		ev.Attempt = t.attempt + 1
+		ev.RetryAt = s.now.Add(r.Backoff(t.attempt))
+		ev.Error = why
+		t.outcome.RetryAt = ev.RetryAt
+		return []*ledger.Event{ev}
+	}
+	ev := t.event(ledger.RunDeadLettered, "dead_letter")
+	ev.Attempt, ev.Error = t.attempt, why
+	t.outcome.DeadLettered = true
+	return []*ledger.Event{ev}
+}
+
+// dryRun invokes a tool in dry-run mode (seed 003): tools that support it
+// run with ASTRA_DRY_RUN=1, others are only described.
+func (r *Runner) dryRun(ctx context.Context, t *task) executor.Result {
+	req := r.request(t)
+	req.DryRun = true
+	return r.exec.Run(ctx, req)
+}
+
+func (r *Runner) request(t *task) executor.Request {
+	return executor.Request{
+		Tool: t.tool, ScheduleID: t.sched.ID, RunID: t.runID(), TraceParent: traceParent(t.traceID, t.runID()),
+		Payload: t.sched.Payload, PreviousOutput: t.previous, Dir: r.opts.Root, Budget: t.sched.Budget,
+		ToolCallsUsed: t.toolCalls, Getenv: r.opts.Getenv,
+	}
+}
+
+// tail keeps the last ledger.output_tail bytes of a tool's output.
+func (r *Runner) tail(s string) string {
+	max := r.opts.OutputTail
+	if max <= 0 {
+		max = DefaultOutputTail
+	}
+	if len(s) <= max {
+		return s
+	}
+	s = s[len(s)-max:]
+	for i := 0; i < len(s) && i < 4; i++ { // do not start inside a UTF-8 sequence
+		if s[i]&0xC0 != 0x80 {
+			return s[i:]
+		}
+	}
+	return s
+}

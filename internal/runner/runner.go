@@ -1,0 +1,259 @@
+// Package runner carries out one astra run: it replays the ledger, works
+// out what is due, gates each candidate, records every decision, runs what
+// may run and records the outcomes. Git and GitHub are reached through the
+// small Syncer and Forge interfaces, so the same code runs locally, in a
+// dry run and in CI.
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/astra-gitops/astra/internal/executor"
+	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/plan"
+	"github.com/astra-gitops/astra/internal/redact"
+	"github.com/astra-gitops/astra/internal/state"
+)
+
+// DefaultLimit is how many candidates one run processes (seed 001 --limit).
+const DefaultLimit = 10
+
+// DefaultOutputTail is how much of a tool's output the ledger keeps.
+const DefaultOutputTail = 1024
+
+// ClaimMargin is added to a tool's wall clock before its claim counts as
+// lost: the time a runner needs to record and push an outcome.
+const ClaimMargin = 10 * time.Minute
+
+// Executor runs tools (internal/executor).
+type Executor interface {
+	Run(ctx context.Context, req executor.Request) executor.Result
+}
+
+// Options configure a run.
+type Options struct {
+	Root        string
+	Clock       func() time.Time // the run's time; --now fixes it
+	DryRun      bool
+	Limit       int
+	Filter      plan.Filter
+	MaxParallel int
+	Repair      bool   // cut a broken ledger tail before appending (recorded)
+	NoPush      bool   // commit locally, do not push
+	RunnerID    string // names this runner in claims
+	SegmentSize int64
+	OutputTail  int    // bytes of tool output kept in the ledger (default 1024)
+	Secret      []byte // ASTRA_APPROVAL_SECRET: approval tokens must be signed
+	Getenv      func(string) string
+	Progress    io.Writer // one line per finished task, for long runs; nil for none
+	Redact      *redact.Redactor
+}
+
+// Runner runs schedules under the configuration.
+type Runner struct {
+	cfg   *model.Config
+	opts  Options
+	exec  Executor
+	git   Syncer
+	forge Forge
+}
+
+// New returns a runner. git and forge may be nil: then nothing is
+// committed, and approvals are local token files only.
+func New(cfg *model.Config, opts Options, exec Executor, git Syncer, forge Forge) *Runner {
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Limit <= 0 {
+		opts.Limit = DefaultLimit
+	}
+	if opts.MaxParallel <= 0 {
+		opts.MaxParallel = 1
+	}
+	if opts.Getenv == nil {
+		opts.Getenv = func(string) string { return "" }
+	}
+	if opts.RunnerID == "" {
+		opts.RunnerID = "local"
+	}
+	return &Runner{cfg: cfg, opts: opts, exec: exec, git: git, forge: forge}
+}
+
+// ErrLedger wraps ledger corruption that stops a run (exit 2).
+var ErrLedger = errors.New("ledger")
+
+// session is the state of one attempt at a run: a replayed ledger and the
+// journal recording into it.
+type session struct {
+	r       *Runner
+	now     time.Time
+	j       *state.Journal
+	mu      sync.Mutex // guards j and report while tasks run in parallel
+	report  *Report
+	pushed  int // recorded events already pushed (claims)
+	grants  map[string]*grant
+	removed []string // token files deleted by this run
+	spills  []string // spill refs merged by this run
+}
+
+// open replays the ledger and starts a journal, repairing a broken tail
+// when asked to.
+func (r *Runner) open() (*session, error) {
+	now := r.opts.Clock().UTC()
+	store := ledger.Open(r.opts.Root, r.opts.SegmentSize)
+	s := &session{r: r, now: now, report: &Report{Now: now, DryRun: r.opts.DryRun}}
+	st, tail, err := state.Replay(store, now)
+	var ce *ledger.CorruptError
+	if errors.As(err, &ce) && r.opts.Repair && !r.opts.DryRun {
+		if s.report.Repaired, err = RepairLedger(store, r.opts.Clock); err != nil {
+			return nil, err
+		}
+		st, tail, err = state.Replay(store, now)
+	}
+	if errors.As(err, &ce) {
+		return nil, fmt.Errorf("%w: %v\n%s", ErrLedger, err, RepairHint(ce))
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.j = state.NewJournal(store, st, tail, r.opts.Clock, r.opts.DryRun)
+	return s, nil
+}
+
+// RepairLedger cuts a broken tail off the ledger (see ledger.Store.Repair)
+// and records a ledger.repaired event saying what was cut. It returns nil
+// when the ledger is intact.
+func RepairLedger(store *ledger.Store, clock func() time.Time) (*ledger.Repaired, error) {
+	segs, err := store.Segments()
+	if err != nil {
+		return nil, err
+	}
+	_, err = ledger.Verify(store.Root(), segs)
+	var ce *ledger.CorruptError
+	if !errors.As(err, &ce) {
+		return nil, err
+	}
+	rep, err := store.Repair(segs, ce)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v\n%s", ErrLedger, err, RepairHint(ce))
+	}
+	now := clock().UTC()
+	st, tail, err := state.Replay(store, now)
+	if err != nil {
+		return nil, fmt.Errorf("%w: still broken after repair: %v", ErrLedger, err)
+	}
+	detail, _ := json.Marshal(rep)
+	j := state.NewJournal(store, st, tail, clock, false)
+	return rep, j.Record(&ledger.Event{Event: ledger.LedgerRepaired, Status: "ok", Detail: detail,
+		Error: fmt.Sprintf("cut %d bytes at offset %d of %s, kept %d complete lines", rep.Dropped, rep.Offset, rep.File, rep.Salvaged)})
+}
+
+// RepairHint tells the user what to do about a broken ledger.
+func RepairHint(ce *ledger.CorruptError) string {
+	if ce.Kind == ledger.ProblemTruncated || ce.Kind == ledger.ProblemGzip {
+		return "The last write to the ledger was cut short (a run killed while writing). " +
+			"Run `astra run-due --repair` (or `astra ledger repair`) to cut the broken tail; complete lines are kept and the repair is recorded."
+	}
+	return fmt.Sprintf("A line of %s was changed or removed after it was written. astra will not cut valid history: "+
+		"restore the file from git (`git log -p -- %s`, `git checkout <good commit> -- %s`) and investigate who changed it.", ce.File, ce.File, ce.File)
+}
+
+func (s *session) state() *state.State { return s.j.State() }
+
+// record appends events; safe for concurrent tasks.
+func (s *session) record(evs ...*ledger.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.j.Record(evs...)
+}
+
+// syncSchedules records schedule.created/updated/deleted from the
+// difference between the configuration and what the ledger knows.
+func (s *session) syncSchedules() error {
+	st := s.state()
+	var evs []*ledger.Event
+	seen := map[string]bool{}
+	for _, sc := range s.r.cfg.Schedules {
+		seen[sc.ID] = true
+		h := DefinitionHash(sc)
+		switch old, ok := st.Known[sc.ID]; {
+		case !ok:
+			evs = append(evs, scheduleEvent(ledger.ScheduleCreated, sc, h))
+		case old != h:
+			evs = append(evs, scheduleEvent(ledger.ScheduleUpdated, sc, h))
+		}
+	}
+	var gone []string
+	for id := range st.Known {
+		if !seen[id] {
+			gone = append(gone, id)
+		}
+	}
+	sort.Strings(gone)
+	for _, id := range gone {
+		evs = append(evs, &ledger.Event{Event: ledger.ScheduleDeleted, ScheduleID: id, Status: "deleted"})
+	}
+	return s.j.Record(evs...)
+}
+
+func scheduleEvent(kind ledger.Kind, sc *model.Schedule, hash string) *ledger.Event {
+	return &ledger.Event{Event: kind, ScheduleID: sc.ID, Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool,
+		Tier: int(sc.SafetyTier), Status: "ok", PayloadHash: hash}
+}
+
+// DefinitionHash identifies a schedule's resolved definition, so edits show
+// in the ledger as schedule.updated.
+func DefinitionHash(sc *model.Schedule) string {
+	b, err := json.Marshal(sc)
+	if err != nil {
+		panic(err) // the loader only accepts JSON-compatible values
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:12])
+}
+
+// newTraceID is a W3C trace id: 16 random bytes.
+func newTraceID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// traceParent builds the W3C traceparent of a run: its span id is derived
+// from the run id, so it need not be stored.
+func traceParent(traceID, runID string) string {
+	sum := sha256.Sum256([]byte(runID))
+	return "00-" + traceID + "-" + hex.EncodeToString(sum[:8]) + "-01"
+}
+
+// Record appends events decided outside a run (a human's decision from the
+// CLI: an approval, a resume, a dead-letter release), then commits and
+// pushes them like a run does. build sees the replayed state to check the
+// request against.
+func (r *Runner) Record(ctx context.Context, build func(st *state.State) ([]*ledger.Event, error)) (*Report, error) {
+	s, err := r.open()
+	if err != nil {
+		return nil, err
+	}
+	evs, err := build(s.state())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.j.Record(evs...); err != nil {
+		return nil, err
+	}
+	return s.report, s.finish(ctx)
+}
