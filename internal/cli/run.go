@@ -348,11 +348,11 @@ func printReport(w io.Writer, rep *runner.Report, verbose bool) {
 		}
 		line := fmt.Sprintf("  %-17s %s%s  [%s, tier %d]", o.Action, o.Name, slot, o.Tool, o.Tier)
 		var why []string
-		if o.Reason != "" {
-			why = append(why, o.Reason)
-		}
-		if o.Detail != "" {
-			why = append(why, o.Detail)
+		switch {
+		case o.Reason != "" && o.Detail != "":
+			why = append(why, o.Reason+": "+o.Detail)
+		case o.Reason != "" || o.Detail != "":
+			why = append(why, o.Reason+o.Detail)
 		}
 		if o.PRURL != "" {
 			why = append(why, o.PRURL)

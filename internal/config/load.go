@@ -139,29 +139,41 @@ func parseFile(root, rel string, diags *diag.List) ([]*yaml.Node, error) {
 	}
 }
 
-// decodeSchedules accepts a single schedule per document or a `schedules:` list.
+// decodeSchedules accepts a single schedule per document, a `schedules:`
+// list, or a document that is a bare list of schedules.
 func decodeSchedules(rel string, doc *yaml.Node, diags *diag.List) []*model.Schedule {
 	d := &decoder{file: rel, diags: diags}
+	list := doc
 	if doc.Kind == yaml.MappingNode && len(doc.Content) >= 2 && doc.Content[0].Value == "schedules" {
 		if len(doc.Content) > 2 {
 			d.errorf(doc.Content[2], "put other keys inside each schedule", "a file with a schedules: list may hold nothing else")
 		}
-		list := doc.Content[1]
+		list = doc.Content[1]
 		if list.Kind != yaml.SequenceNode {
 			d.errorf(list, "write `schedules:` followed by `- name: ...` items", "schedules must be a list")
 			return nil
 		}
+	}
+	switch list.Kind {
+	case yaml.SequenceNode:
 		var out []*model.Schedule
 		for i, item := range list.Content {
+			if item.Kind != yaml.MappingNode {
+				d.errorf(item, "write each schedule as `key: value` lines", "schedule %d must be a mapping, not %s", i+1, kindName(item))
+				continue
+			}
 			s := &model.Schedule{}
-			d.decode(item, reflect.ValueOf(s).Elem(), fmt.Sprintf("schedules[%d]", i))
+			d.decode(item, reflect.ValueOf(s).Elem(), fmt.Sprintf("schedule %d", i+1))
 			out = append(out, s)
 		}
 		return out
+	case yaml.MappingNode:
+		s := &model.Schedule{}
+		d.decode(doc, reflect.ValueOf(s).Elem(), "schedule")
+		return []*model.Schedule{s}
 	}
-	s := &model.Schedule{}
-	d.decode(doc, reflect.ValueOf(s).Elem(), "schedule")
-	return []*model.Schedule{s}
+	d.errorf(doc, "write a schedule as `key: value` lines, or a list of them", "a schedule must be a mapping, not %s", kindName(doc))
+	return nil
 }
 
 // merger folds per-file policies into one, refusing duplicates.

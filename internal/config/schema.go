@@ -16,9 +16,10 @@ import (
 func ScheduleSchema() []byte {
 	g := newSchemaGen()
 	s := g.of(reflect.TypeFor[model.Schedule]())
-	return g.doc("astra schedule", "One schedule per document, or a `schedules:` list.", map[string]any{
+	return g.doc("astra schedule", "One schedule per document, a list of them, or a `schedules:` list.", map[string]any{
 		"oneOf": []any{
 			s,
+			map[string]any{"type": "array", "items": s},
 			map[string]any{
 				"type":                 "object",
 				"properties":           map[string]any{"schedules": map[string]any{"type": "array", "items": s}},

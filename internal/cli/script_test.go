@@ -1,0 +1,186 @@
+package cli
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestMain lets testscript run astra as a real process: the test binary
+// re-executes itself as "astra".
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"astra": func() { os.Exit(Execute(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)) },
+	})
+}
+
+// TestScripts runs the end-to-end scripts in testdata/script.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "../../testdata/script",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			// Tools in the scripts are files of the archive: make them executable.
+			return filepath.WalkDir(env.WorkDir, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && strings.HasSuffix(p, ".sh") {
+					return os.Chmod(p, 0o755)
+				}
+				return err
+			})
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"savetree":    saveTree,
+			"checktree":   checkTree,
+			"gitinit":     gitInit,
+			"linecount":   lineCount,
+			"truncatelog": truncateLog,
+			"status":      exitStatus,
+			"replace":     replaceIn,
+		},
+	})
+}
+
+// treeDigest hashes every file under dir (paths, modes and contents), so a
+// dry run can be shown to leave the tree byte-identical.
+func treeDigest(dir string) (string, error) {
+	var lines []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() && (d.Name() == ".tmp" || d.Name() == ".git") {
+			return fs.SkipDir
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			lines = append(lines, fmt.Sprintf("%s/ %v", rel, info.Mode()))
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		lines = append(lines, fmt.Sprintf("%s %v %s", rel, info.Mode(), hex.EncodeToString(sum[:])))
+		return nil
+	})
+	sort.Strings(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(sum[:]), err
+}
+
+// savetree NAME: remember the digest of $WORK under NAME.
+func saveTree(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: savetree name")
+	}
+	d, err := treeDigest(ts.Getenv("WORK"))
+	ts.Check(err)
+	ts.Setenv("TREE_"+args[0], d)
+}
+
+// checktree NAME: $WORK is byte-identical to when NAME was saved.
+func checkTree(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: checktree name")
+	}
+	d, err := treeDigest(ts.Getenv("WORK"))
+	ts.Check(err)
+	if same := d == ts.Getenv("TREE_"+args[0]); same == neg {
+		ts.Fatalf("tree changed: %v (want unchanged: %v)", !same, !neg)
+	}
+}
+
+// gitinit: make $WORK a git repository with everything committed.
+func gitInit(ts *testscript.TestScript, neg bool, args []string) {
+	for _, argv := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "add", "-A"},
+		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "init"},
+	} {
+		cmd := exec.Command("git", argv...)
+		cmd.Dir = ts.Getenv("WORK")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			ts.Fatalf("git %v: %v\n%s", argv, err, out)
+		}
+	}
+}
+
+// linecount FILE N: FILE has exactly N lines (tools append to side files
+// to prove how often they ran).
+func lineCount(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: linecount file n")
+	}
+	b, err := os.ReadFile(ts.MkAbs(args[0]))
+	n := 0
+	if err == nil {
+		n = strings.Count(string(b), "\n")
+	} else if !os.IsNotExist(err) {
+		ts.Fatalf("%v", err)
+	}
+	if got := fmt.Sprint(n); (got == args[1]) == neg {
+		ts.Fatalf("%s has %d lines, want %s%s", args[0], n, map[bool]string{true: "not "}[neg], args[1])
+	}
+}
+
+// truncatelog FILE N: cut the last N bytes off FILE (a run killed while
+// writing).
+func truncateLog(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: truncatelog file bytes")
+	}
+	p := ts.MkAbs(args[0])
+	st, err := os.Stat(p)
+	ts.Check(err)
+	var n int64
+	fmt.Sscan(args[1], &n)
+	ts.Check(os.Truncate(p, st.Size()-n))
+}
+
+// status N PROG ARGS...: run PROG (like exec) and require exit status N;
+// stdout and stderr are then checkable as after exec.
+func exitStatus(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: status n prog args...")
+	}
+	err := ts.Exec(args[1], args[2:]...)
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		ts.Fatalf("%v", err)
+	}
+	if fmt.Sprint(code) != args[0] {
+		ts.Logf("stdout:\n%s\nstderr:\n%s", ts.ReadFile("stdout"), ts.ReadFile("stderr"))
+		ts.Fatalf("%s exited %d, want %s", args[1], code, args[0])
+	}
+}
+
+// replace OLD NEW FILE: edit a file by hand, as a person might.
+func replaceIn(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: replace old new file")
+	}
+	p := ts.MkAbs(args[2])
+	b, err := os.ReadFile(p)
+	ts.Check(err)
+	if !strings.Contains(string(b), args[0]) {
+		ts.Fatalf("%s does not contain %q", args[2], args[0])
+	}
+	ts.Check(os.WriteFile(p, []byte(strings.ReplaceAll(string(b), args[0], args[1])), 0o644))
+}
