@@ -90,11 +90,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 			if !repo.HasRemote() {
 				opts.NoPush = true
 			}
-			if repo.StateBranch() {
-				if err := repo.Materialize("var/schedules/"); err != nil {
-					return nil, withCode(ExitInfra, err)
-				}
-			}
+			opts.StateBranch = repo.StateBranch()
 			git = repo
 		case errors.Is(err, gitops.ErrNotRepository):
 			// A plain directory: the ledger is written, nothing is committed.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,7 +12,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
@@ -46,6 +49,9 @@ func TestScripts(t *testing.T) {
 			"truncatelog": truncateLog,
 			"status":      exitStatus,
 			"replace":     replaceIn,
+			"parallel":    parallel,
+			"waitfile":    waitFile,
+			"uniquelines": uniqueLines,
 		},
 	})
 }
@@ -183,4 +189,89 @@ func replaceIn(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s does not contain %q", args[2], args[0])
 	}
 	ts.Check(os.WriteFile(p, []byte(strings.ReplaceAll(string(b), args[0], args[1])), 0o644))
+}
+
+// parallel N ARGS...: start N `astra --repo clone<i> ARGS...` processes at
+// the same moment (clone1..cloneN); each must exit 0 or 3 (3: pushing gave
+// up and the events went to a spill ref). Outputs land in out<i>.txt.
+// Arguments may use {i} and {n} for the process number and count, and
+// {shard4} for i mod 4 + 1.
+func parallel(ts *testscript.TestScript, neg bool, args []string) {
+	var n int
+	if len(args) < 2 {
+		ts.Fatalf("usage: parallel n args...")
+	}
+	fmt.Sscan(args[0], &n)
+	env := []string{"PATH=" + ts.Getenv("PATH"), "HOME=" + ts.Getenv("HOME"), "TMPDIR=" + ts.Getenv("TMPDIR"),
+		"SIDE=" + ts.Getenv("SIDE"), "GIT_CONFIG_NOSYSTEM=1"}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	codes := make([]int, n)
+	outs := make([][]byte, n)
+	for i := range n {
+		var argv []string
+		for _, a := range append([]string{"--repo", "clone{i}"}, args[1:]...) {
+			argv = append(argv, strings.NewReplacer("{i}", fmt.Sprint(i+1), "{n}", fmt.Sprint(n), "{shard4}", fmt.Sprint(i%4+1)).Replace(a))
+		}
+		cmd := exec.Command("astra", argv...)
+		cmd.Dir, cmd.Env = ts.Getenv("WORK"), env
+		if p, err := exec.LookPath(filepath.Join(firstPathWith(ts.Getenv("PATH"), "astra"), "astra")); err == nil {
+			cmd.Path = p
+		}
+		var buf bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			err := cmd.Run()
+			if ee, ok := err.(*exec.ExitError); ok {
+				codes[i] = ee.ExitCode()
+			} else if err != nil {
+				codes[i] = -1
+				buf.WriteString(err.Error())
+			}
+			outs[i] = buf.Bytes()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i := range n {
+		ts.Check(os.WriteFile(ts.MkAbs(fmt.Sprintf("out%d.txt", i+1)), outs[i], 0o644))
+		if codes[i] != 0 && codes[i] != 3 {
+			ts.Fatalf("runner %d exited %d:\n%s", i+1, codes[i], outs[i])
+		}
+		ts.Logf("runner %d exited %d", i+1, codes[i])
+	}
+}
+
+func firstPathWith(path, name string) string {
+	for _, dir := range filepath.SplitList(path) {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return dir
+		}
+	}
+	return ""
+}
+
+// waitfile PATH: wait (up to 30 s) until PATH exists.
+func waitFile(ts *testscript.TestScript, neg bool, args []string) {
+	for i := 0; i < 3000; i++ {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ts.Fatalf("%s did not appear", args[0])
+}
+
+// uniquelines FILE: no line of FILE appears twice.
+func uniqueLines(ts *testscript.TestScript, neg bool, args []string) {
+	seen := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(ts.ReadFile(args[0])), "\n") {
+		if seen[l] {
+			ts.Fatalf("%s: %q appears twice", args[0], l)
+		}
+		seen[l] = true
+	}
 }

@@ -233,10 +233,12 @@ func (r *Repo) send(ctx context.Context, rs *receiveSession, cmd *packp.Command,
 	if perr := <-done; perr != nil && err == nil {
 		return r.fail(nil, "push: build pack", perr, "")
 	}
-	if err != nil {
-		return r.transportError("push to", err)
-	}
+	// go-git returns the remote's report together with an error when a ref
+	// update failed: read the report first, it tells a lost race apart.
 	if report == nil {
+		if err != nil {
+			return r.transportError("push to", err)
+		}
 		return nil // the remote does not report status; it took the pack
 	}
 	if report.UnpackStatus != "ok" {
@@ -253,6 +255,9 @@ func (r *Repo) send(ctx context.Context, rs *receiveSession, cmd *packp.Command,
 		}
 		return r.fail(nil, fmt.Sprintf("push to %s refused %s: %s", r.opts.Remote, st.ReferenceName.Short(), st.Status), nil,
 			"if the branch is protected, let astra use a state branch (set its branch option) or allow the token to push")
+	}
+	if err != nil {
+		return r.transportError("push to", err)
 	}
 	return nil
 }

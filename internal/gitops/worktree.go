@@ -389,7 +389,7 @@ func (r *Repo) sameAsDisk(p string, e *object.TreeEntry) (bool, error) {
 }
 
 // Materialize makes the worktree files under prefix (a directory such as
-// "var/") equal to the tip of astra's branch: it writes files that differ and
+// "var/", or a single file) equal to the tip of astra's branch: it writes files that differ and
 // removes files the tip does not have. Use it in state-branch mode (the branch
 // is not checked out) and after Sync. Files outside prefix are untouched. When
 // the branch is checked out, the index entries of the files it writes or
@@ -403,7 +403,8 @@ func (r *Repo) Materialize(prefix string) error {
 	if err != nil {
 		return err
 	}
-	var want plumbing.Hash // tree at prefix in the tip; zero when absent
+	var want plumbing.Hash         // tree at prefix in the tip; zero when absent
+	var wantFile *object.TreeEntry // prefix names a file in the tip
 	if !tip.IsZero() {
 		c, err := object.GetCommit(r.st, tip)
 		if err != nil {
@@ -421,12 +422,14 @@ func (r *Repo) Materialize(prefix string) error {
 		case e.Mode == filemode.Dir:
 			want = e.Hash
 		default:
-			return fmt.Errorf("%s is a file in %s, not a directory", p, r.branch)
+			wantFile = e
 		}
 	}
 	wantFiles := map[string]*object.TreeEntry{}
 	var changes []fileChange
-	if err := r.diffFiles(plumbing.ZeroHash, want, p, &changes); err != nil {
+	if wantFile != nil {
+		changes = append(changes, fileChange{path: p, to: wantFile})
+	} else if err := r.diffFiles(plumbing.ZeroHash, want, p, &changes); err != nil {
 		return err
 	}
 	for _, c := range changes {

@@ -215,7 +215,7 @@ func tokenDetail(id string) json.RawMessage {
 // On a state branch the file lives on the default branch and stays; the
 // ledger keeps it from being used twice.
 func (s *session) dropToken(id string) {
-	if s.r.opts.DryRun {
+	if s.r.opts.DryRun || s.r.opts.StateBranch {
 		return
 	}
 	if err := approval.Remove(s.r.opts.Root, id); err == nil {

@@ -29,8 +29,9 @@ type Syncer interface {
 }
 
 // maxRounds bounds how often a run retries after another runner pushed
-// first; each round waits a little longer, with jitter.
-const maxRounds = 6
+// first; each round waits a little longer, with jitter. With N runners
+// racing, one wins each round, so the last may need about N rounds.
+const maxRounds = 12
 
 // errRaced means another runner pushed first.
 var errRaced = errors.New("another runner pushed first")
@@ -45,7 +46,10 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	if g == nil || s.r.opts.DryRun {
 		return nil
 	}
-	paths := append(s.j.Files(), s.removed...)
+	paths := s.j.Files()
+	if !s.r.opts.StateBranch {
+		paths = append(paths, s.removed...)
+	}
 	if len(paths) == 0 {
 		return nil
 	}
@@ -74,17 +78,30 @@ func (s *session) publish(ctx context.Context, phase string) error {
 // resync moves the checkout to the remote's ledger after a rejected push,
 // waiting a little (with jitter) so racing runners spread out.
 func (s *session) resync(ctx context.Context) error {
-	wait := time.Duration(50+rand.IntN(250)) * time.Millisecond * time.Duration(1+s.report.Raced)
+	wait := time.Duration(20+rand.IntN(200)) * time.Millisecond * time.Duration(min(1+s.report.Raced, 6))
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(wait):
 	}
-	if err := s.r.git.Sync(ctx); err != nil {
+	return s.r.pull(ctx)
+}
+
+// LedgerPaths are the files and directories astra appends to; after a sync
+// they must match the branch tip. Approval tokens are not among them: on a
+// state branch they arrive on the default branch, through merged PRs.
+var LedgerPaths = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/" + ledger.ApprovalLog}
+
+// pull fetches the branch astra commits to and puts its ledger files in
+// the worktree.
+func (r *Runner) pull(ctx context.Context) error {
+	if err := r.git.Sync(ctx); err != nil && !errors.Is(err, gitops.ErrNoRemoteBranch) {
 		return fmt.Errorf("%w: fetching the remote ledger: %v", ErrInfra, err)
 	}
-	if err := s.r.git.Materialize("var/"); err != nil {
-		return fmt.Errorf("%w: %v", ErrInfra, err)
+	for _, p := range LedgerPaths {
+		if err := r.git.Materialize(p); err != nil {
+			return fmt.Errorf("%w: %v", ErrInfra, err)
+		}
 	}
 	return nil
 }

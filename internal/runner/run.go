@@ -70,6 +70,13 @@ func (r *Runner) Manual(ctx context.Context, sc *model.Schedule, key string) (*R
 // When another runner pushed first, the decisions are taken again on top of
 // its ledger (bounded).
 func (r *Runner) run(ctx context.Context, decide func(*session) ([]*task, error)) (*Report, error) {
+	if r.git != nil && r.opts.StateBranch && !r.opts.DryRun && !r.opts.NoPush {
+		// The checkout is of the default branch: bring the state branch's
+		// ledger in first.
+		if err := r.pull(ctx); err != nil {
+			return nil, err
+		}
+	}
 	for round := 0; ; round++ {
 		s, err := r.open()
 		if err != nil {
@@ -100,6 +107,13 @@ func (r *Runner) run(ctx context.Context, decide func(*session) ([]*task, error)
 				continue
 			}
 			if err != nil {
+				for _, t := range tasks {
+					t.outcome.Action, t.outcome.Reason = ActionSkipped, ledger.ReasonDuplicate
+					t.outcome.Detail = "claim not pushed: other runners kept pushing first; the next run takes it"
+				}
+				if errors.Is(err, errRaced) {
+					err = fmt.Errorf("%w: other runners pushed first %d times; nothing ran", ErrInfra, round+1)
+				}
 				return s.report, err
 			}
 		}

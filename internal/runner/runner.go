@@ -51,6 +51,7 @@ type Options struct {
 	MaxParallel int
 	Repair      bool   // cut a broken ledger tail before appending (recorded)
 	NoPush      bool   // commit locally, do not push
+	StateBranch bool   // the ledger lives on a branch other than the checkout's
 	RunnerID    string // names this runner in claims
 	SegmentSize int64
 	OutputTail  int    // bytes of tool output kept in the ledger (default 1024)
