@@ -64,7 +64,7 @@ func (s *session) checkApprovals(ctx context.Context) error {
 			continue
 		}
 		if err != nil {
-			if err := s.refuse(sc, id, time.Time{}, err.Error()); err != nil {
+			if err := s.refuse(sc, req, id, time.Time{}, err.Error()); err != nil {
 				return err
 			}
 			continue
@@ -79,7 +79,7 @@ func (s *session) checkApprovals(ctx context.Context) error {
 				return err
 			}
 		case problem != nil:
-			if err := s.refuse(sc, id, tok.ExpiresAt, problem.Msg); err != nil {
+			if err := s.refuse(sc, req, id, tok.ExpiresAt, problem.Msg); err != nil {
 				return err
 			}
 		default:
@@ -200,10 +200,14 @@ func (s *session) expire(ctx context.Context, sc *model.Schedule, req *state.App
 	return nil
 }
 
-func (s *session) refuse(sc *model.Schedule, tokenID string, expires time.Time, why string) error {
-	return s.j.Record(&ledger.Event{Event: ledger.ApprovalRefused, ScheduleID: sc.ID, Actor: sc.Actor, Tenant: sc.Tenant,
+func (s *session) refuse(sc *model.Schedule, req *state.Approval, tokenID string, expires time.Time, why string) error {
+	ev := &ledger.Event{Event: ledger.ApprovalRefused, ScheduleID: sc.ID, Actor: sc.Actor, Tenant: sc.Tenant,
 		Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: "refused", Error: why, ExpiresAt: expires,
-		Mode: ledger.ModeScheduled, Detail: tokenDetail(tokenID)})
+		Mode: ledger.ModeScheduled, Detail: tokenDetail(tokenID)}
+	if req != nil {
+		ev.Slot, ev.IdempotencyKey, ev.PR, ev.TraceID = req.Slot, req.Key, req.PR, req.TraceID
+	}
+	return s.j.Record(ev)
 }
 
 func tokenDetail(id string) json.RawMessage {
