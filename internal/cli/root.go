@@ -128,6 +128,9 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.budgetCmd(),
 		a.deadLetterCmd(),
 		a.ledgerCmd(),
+		a.triggerCmd(),
+		a.rollbackCmd(),
+		a.memoryCmd(),
 	)
 	return root
 }

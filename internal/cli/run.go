@@ -102,6 +102,9 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 	if fc != nil && a.v.GetBool("github.approvals") {
 		approvals = fc
 	}
+	if fc != nil {
+		opts.Notify = fc.CommentIssue
+	}
 	return runner.New(cfg, opts, exec, git, approvals), nil
 }
 
@@ -306,7 +309,7 @@ func (a *app) finishRun(rep *runner.Report, err error) error {
 		}
 	}
 	switch {
-	case errors.Is(err, runner.ErrLedger):
+	case errors.Is(err, runner.ErrLedger), errors.As(err, new(*runner.UsageError)):
 		return withCode(ExitUsage, err)
 	case errors.Is(err, runner.ErrInfra):
 		return withCode(ExitInfra, err)
@@ -419,6 +422,10 @@ func writeAnnotations(w io.Writer, rep *runner.Report) {
 			fmt.Fprintf(w, "::error title=astra: %s failed::%s (%s) %s\n", o.Name, o.Key, o.Reason, escapeAnnotation(o.Detail))
 		case runner.ActionAwaitingApproval:
 			fmt.Fprintf(w, "::notice title=astra: %s awaits approval::%s\n", o.Name, escapeAnnotation(o.PRURL+" "+o.Detail))
+		case runner.ActionRan:
+			if o.Notify { // L2 ExecuteNotify
+				fmt.Fprintf(w, "::notice title=astra: %s ran::%s %s\n", o.Name, o.Key, escapeAnnotation(strings.TrimSpace(o.Output)))
+			}
 		}
 	}
 	for _, al := range rep.Alerts {

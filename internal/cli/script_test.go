@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/astra-gitops/astra/internal/executor"
 )
 
 // TestMain lets testscript run astra as a real process: the test binary
@@ -52,6 +54,7 @@ func TestScripts(t *testing.T) {
 			"parallel":    parallel,
 			"waitfile":    waitFile,
 			"uniquelines": uniqueLines,
+			"hmacsign":    hmacSign,
 		},
 	})
 }
@@ -274,4 +277,13 @@ func uniqueLines(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		seen[l] = true
 	}
+}
+
+// hmacsign SECRET FILE VAR: set $VAR to the sha256=<hex> HMAC of FILE, as a
+// system relaying events to astra would sign them.
+func hmacSign(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: hmacsign secret file var")
+	}
+	ts.Setenv(args[2], executor.Sign([]byte(args[0]), []byte(ts.ReadFile(args[1]))))
 }

@@ -118,6 +118,9 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, diags *diag.List) {
 	if r.BackoffMax < r.BackoffBase {
 		diags.Errorf(r.Meta.At("backoff_max"), "", "retry.backoff_max is below backoff_base")
 	}
+	if rc := s.Recall; rc != nil && (rc.MaxTokens < 0 || rc.MaxEntries < 0) {
+		diags.Errorf(rc.Meta.Pos, "0 takes the task type's default", "recall budgets must not be negative")
+	}
 	if s.ApprovalTTL.D() <= 0 {
 		diags.Errorf(m.At("approval_ttl"), "", "approval_ttl must be positive")
 	}

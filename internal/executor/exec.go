@@ -27,7 +27,7 @@ func (e *Executor) runExec(ctx context.Context, req Request) Result {
 	if req.DryRun && !req.Tool.DryRunSupported {
 		return Result{Status: StatusWouldRun, WouldRun: fmt.Sprintf("%s (payload %d bytes on stdin)", shellQuote(argv), len(in))}
 	}
-	g := newGuard(req, len(in)+len(req.PreviousOutput))
+	g := newGuard(req, len(in)+len(req.PreviousOutput)+len(req.Memory))
 	if limit := g.preflight(); limit != "" {
 		u, _ := g.snapshot(0)
 		return Result{Status: StatusFailed, Reason: ReasonBudgetExceeded, Exceeded: limit, Usage: u, Error: exceededError(limit, req.Budget, u)}
@@ -159,7 +159,13 @@ func toolEnv(req Request) []string {
 		add("TRACEPARENT", req.TraceParent)
 	}
 	if req.PreviousOutput != "" {
-		add("ASTRA_PREVIOUS_OUTPUT", "<previous_task_output>\n"+req.PreviousOutput+"\n</previous_task_output>")
+		add("ASTRA_PREVIOUS_OUTPUT", "<previous_task_output>\n"+strings.TrimRight(req.PreviousOutput, "\n")+"\n</previous_task_output>")
+	}
+	if req.Memory != "" {
+		add("ASTRA_MEMORY", req.Memory)
+	}
+	if req.Event != "" {
+		add("ASTRA_EVENT", req.Event)
 	}
 	for _, k := range append(append([]string(nil), baseEnv...), req.Tool.Env...) {
 		if v := req.Getenv(k); v != "" {

@@ -61,6 +61,8 @@ type Request struct {
 	TraceParent    string // W3C traceparent, TRACEPARENT
 	Payload        map[string]any
 	PreviousOutput string // chain_next context
+	Memory         string // recalled agent memory, JSON (ASTRA_MEMORY)
+	Event          string // the triggering event's payload, JSON (ASTRA_EVENT)
 	DryRun         bool
 	Dir            string           // working directory of exec tools: the repository root
 	Budget         model.TaskBudget // zero fields: no limit
@@ -357,7 +359,7 @@ func (e *Executor) runFunc(ctx context.Context, req Request) Result {
 		return e.opts.GitHub(ctx, req.Tool, req.Payload, req.DryRun)
 	}
 	in := payloadJSON(req.Payload)
-	g := newGuard(req, len(in)+len(req.PreviousOutput))
+	g := newGuard(req, len(in)+len(req.PreviousOutput)+len(req.Memory))
 	if limit := g.preflight(); limit != "" {
 		u, _ := g.snapshot(0)
 		return Result{Status: StatusFailed, Reason: ReasonBudgetExceeded, Exceeded: limit, Usage: u, Error: exceededError(limit, req.Budget, u)}

@@ -28,11 +28,13 @@ func Sign(secret, body []byte) string {
 
 // envelope is the JSON body of an http tool call.
 type envelope struct {
-	ScheduleID     string         `json:"schedule_id"`
-	RunID          string         `json:"run_id"`
-	DryRun         bool           `json:"dry_run"`
-	Payload        map[string]any `json:"payload"`
-	PreviousOutput string         `json:"previous_task_output,omitempty"`
+	ScheduleID     string          `json:"schedule_id"`
+	RunID          string          `json:"run_id"`
+	DryRun         bool            `json:"dry_run"`
+	Payload        map[string]any  `json:"payload"`
+	PreviousOutput string          `json:"previous_task_output,omitempty"`
+	Memory         json.RawMessage `json:"memory,omitempty"`
+	Event          json.RawMessage `json:"event,omitempty"`
 }
 
 const httpAttempts = 3
@@ -43,7 +45,14 @@ func (e *Executor) runHTTP(ctx context.Context, req Request) Result {
 	if payload == nil {
 		payload = map[string]any{}
 	}
-	body, err := json.Marshal(envelope{ScheduleID: req.ScheduleID, RunID: req.RunID, DryRun: req.DryRun, Payload: payload, PreviousOutput: req.PreviousOutput})
+	env := envelope{ScheduleID: req.ScheduleID, RunID: req.RunID, DryRun: req.DryRun, Payload: payload, PreviousOutput: req.PreviousOutput}
+	if req.Memory != "" {
+		env.Memory = json.RawMessage(req.Memory)
+	}
+	if req.Event != "" {
+		env.Event = json.RawMessage(req.Event)
+	}
+	body, err := json.Marshal(env)
 	if err != nil {
 		return Result{Status: StatusFailed, Reason: ReasonError, Error: err.Error()}
 	}

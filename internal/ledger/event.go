@@ -42,6 +42,7 @@ const (
 	RollbackFailed    Kind = "rollback.failed"
 
 	NotifySent     Kind = "notify.sent"
+	MemoryStored   Kind = "memory.stored" // in var/memory only: a run's result with its provenance
 	MemoryPurged   Kind = "memory.purged"
 	TriggerRefused Kind = "trigger.refused"
 

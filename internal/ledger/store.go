@@ -61,6 +61,14 @@ func Open(root string, segmentSize int64) *Store {
 	return &Store{root: root, dir: Dir, segmentSize: segmentSize}
 }
 
+// OpenDir returns a monthly, segmented log in another directory (agent
+// memory lives in var/memory).
+func OpenDir(root, dir string, segmentSize int64) *Store {
+	s := Open(root, segmentSize)
+	s.dir = dir
+	return s
+}
+
 // OpenApprovalLog returns var/approvals/approved.ndjson.gz, a single-file
 // log in the same format (seed 000's approval audit trail).
 func OpenApprovalLog(root string) *Store {

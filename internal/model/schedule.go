@@ -83,6 +83,7 @@ type Schedule struct {
 	ResultRoute    ResultRoute    `yaml:"result_route" json:"result_route"`
 	ApprovalTTL    Duration       `yaml:"approval_ttl" json:"approval_ttl" doc:"How long an approval request stays valid (default 24h)."`
 	Quarantine     bool           `yaml:"quarantine" json:"quarantine,omitempty" doc:"Stop all future slots once a slot is dead-lettered, until released."`
+	Recall         *Recall        `yaml:"recall" json:"recall,omitempty" doc:"Hand the tool recent agent memory (var/memory) within a retrieval budget."`
 
 	// Resolved by the loader.
 	Spec *cron.Spec     `yaml:"-" json:"-"`
@@ -96,6 +97,23 @@ type TaskBudget struct {
 	MaxCostUSD   float64  `yaml:"max_cost_usd" json:"max_cost_usd" doc:"USD reported by the tool (default 0.50)."`
 	MaxWallClock Duration `yaml:"max_wall_clock" json:"max_wall_clock" doc:"Wall-clock limit; the tool's process group is killed (default 300s)."`
 	MaxToolCalls int64    `yaml:"max_tool_calls" json:"max_tool_calls" doc:"Tool invocations, chained steps included (default 10)."`
+}
+
+// Recall bounds the agent memory handed to a tool (seed 002 retrieval
+// budgets). Zero fields take the defaults of the run's task type.
+type Recall struct {
+	Meta       Meta `yaml:"-" json:"-"`
+	MaxTokens  int  `yaml:"max_tokens" json:"max_tokens,omitempty" doc:"Most estimated tokens of memory (default by task type: heartbeat 500, scheduled 2000, event 1500, workflow 3000, interactive 4000)."`
+	MaxEntries int  `yaml:"max_entries" json:"max_entries,omitempty" doc:"Most entries (default by task type: 5, 15, 10, 20, 25)."`
+}
+
+// RecallDefaults are seed 002's retrieval budgets by task type.
+var RecallDefaults = map[string]Recall{
+	"heartbeat":   {MaxTokens: 500, MaxEntries: 5},
+	"scheduled":   {MaxTokens: 2000, MaxEntries: 15},
+	"event":       {MaxTokens: 1500, MaxEntries: 10},
+	"workflow":    {MaxTokens: 3000, MaxEntries: 20},
+	"interactive": {MaxTokens: 4000, MaxEntries: 25},
 }
 
 // Retry is the retry policy for failed runs (seed 002).

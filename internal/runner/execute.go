@@ -112,16 +112,6 @@ func (s *session) recordResult(t *task, res executor.Result) error {
 	return s.j.Record(evs...)
 }
 
-// route sends a successful run's result where its schedule says (seed 002).
-// Called with s.mu held.
-func (s *session) route(ctx context.Context, t *task, res executor.Result) {
-	rr := t.sched.ResultRoute
-	switch rr.Type {
-	case model.RouteChainNext:
-		s.chain(ctx, t, res)
-	}
-}
-
 // chain runs the schedule named by chain_next right after t, through every
 // gate, with t's output as context when asked. Called with s.mu held.
 func (s *session) chain(ctx context.Context, t *task, res executor.Result) {

@@ -90,7 +90,7 @@ func (s *session) resync(ctx context.Context) error {
 // LedgerPaths are the files and directories astra appends to; after a sync
 // they must match the branch tip. Approval tokens are not among them: on a
 // state branch they arrive on the default branch, through merged PRs.
-var LedgerPaths = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/" + ledger.ApprovalLog}
+var LedgerPaths = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/" + ledger.ApprovalLog, state.MemoryDir + "/"}
 
 // pull fetches the branch astra commits to and puts its ledger files in
 // the worktree.

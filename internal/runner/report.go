@@ -43,6 +43,7 @@ type Outcome struct {
 	RetryAt      time.Time    `json:"retry_at,omitzero"`
 	DeadLettered bool         `json:"dead_lettered,omitempty"`
 	Chain        string       `json:"chain_next,omitempty"`
+	Notify       bool         `json:"notify,omitempty"` // L2: announce the run
 }
 
 // Report is the result of a run.

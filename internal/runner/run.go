@@ -26,6 +26,7 @@ type task struct {
 	traceID    string
 	grant      *grant // approval used by this run
 	previous   string // chain context: the previous step's output
+	eventData  string // triggering event payload, JSON
 	depth      int    // chain depth, 0 for a top-level run
 	toolCalls  int64  // tool calls spent by earlier steps of the chain
 	draft      *executor.Result
@@ -315,7 +316,7 @@ func (r *Runner) dryRun(ctx context.Context, t *task) executor.Result {
 func (r *Runner) request(t *task) executor.Request {
 	return executor.Request{
 		Tool: t.tool, ScheduleID: t.sched.ID, RunID: t.runID(), TraceParent: traceParent(t.traceID, t.runID()),
-		Payload: t.sched.Payload, PreviousOutput: t.previous, Dir: r.opts.Root, Budget: t.sched.Budget,
+		Payload: t.sched.Payload, PreviousOutput: t.previous, Memory: r.recall(t, r.opts.Clock()), Event: t.eventData, Dir: r.opts.Root, Budget: t.sched.Budget,
 		ToolCallsUsed: t.toolCalls, Getenv: r.opts.Getenv,
 	}
 }

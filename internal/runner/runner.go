@@ -59,6 +59,8 @@ type Options struct {
 	Getenv      func(string) string
 	Progress    io.Writer // one line per finished task, for long runs; nil for none
 	Redact      *redact.Redactor
+	// Notify comments on a GitHub issue, deduplicated by key (nil without GitHub).
+	Notify func(ctx context.Context, issue int, body, key string) error
 }
 
 // Runner runs schedules under the configuration.
@@ -172,12 +174,9 @@ func RepairHint(ce *ledger.CorruptError) string {
 
 func (s *session) state() *state.State { return s.j.State() }
 
-// record appends events; safe for concurrent tasks.
-func (s *session) record(evs ...*ledger.Event) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.j.Record(evs...)
-}
+// record appends events. Deciding is single-threaded; while tasks run,
+// callers hold s.mu (a chained step is gated under its parent's lock).
+func (s *session) record(evs ...*ledger.Event) error { return s.j.Record(evs...) }
 
 // syncSchedules records schedule.created/updated/deleted from the
 // difference between the configuration and what the ledger knows.

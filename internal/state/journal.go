@@ -49,25 +49,49 @@ func replayStart(store *ledger.Store, segs []ledger.Segment) (int, error) {
 	return 0, nil
 }
 
-// Journal records events: it appends them to the ledger (and approval
-// decisions to the approval log too) and applies them to the state, so
-// every later decision of the run sees them. A dry journal only applies.
+// MemoryDir holds agent memory (seed 002): results of memory_update
+// runs with their provenance, one month per file like the ledger.
+const MemoryDir = "var/memory"
+
+// side is a log next to the ledger that some events go to: the approval
+// log gets copies of approval decisions (seed 000's audit trail), the
+// memory log gets stored results (only there) and purges (copies).
+type side struct {
+	store *ledger.Store
+	tail  *ledger.Tail // read on first use
+	copy  func(k ledger.Kind) bool
+	only  func(k ledger.Kind) bool // kept out of the main ledger
+}
+
+// Journal records events: it appends them to the ledger (and to the side
+// logs) and applies them to the state, so every later decision of the run
+// sees them. A dry journal only applies.
 type Journal struct {
-	store     *ledger.Store
-	approvals *ledger.Store
-	st        *State
-	tail      ledger.Tail
-	apTail    *ledger.Tail // read on first use
-	dry       bool
-	clock     func() time.Time
-	recorded  []*ledger.Event
-	files     []string
+	store    *ledger.Store
+	sides    []*side
+	st       *State
+	tail     ledger.Tail
+	dry      bool
+	clock    func() time.Time
+	recorded []*ledger.Event
+	files    []string
 }
 
 // NewJournal continues the ledger from tail. clock stamps events that have
 // no ts of their own.
 func NewJournal(store *ledger.Store, st *State, tail ledger.Tail, clock func() time.Time, dry bool) *Journal {
-	return &Journal{store: store, approvals: ledger.OpenApprovalLog(store.Root()), st: st, tail: tail, dry: dry, clock: clock}
+	approvals := func(k ledger.Kind) bool {
+		switch k {
+		case ledger.ApprovalApproved, ledger.ApprovalConsumed, ledger.ApprovalRejected, ledger.ApprovalExpired, ledger.ApprovalRefused:
+			return true
+		}
+		return false
+	}
+	stored := func(k ledger.Kind) bool { return k == ledger.MemoryStored }
+	return &Journal{store: store, st: st, tail: tail, dry: dry, clock: clock, sides: []*side{
+		{store: ledger.OpenApprovalLog(store.Root()), copy: approvals, only: func(ledger.Kind) bool { return false }},
+		{store: ledger.OpenDir(store.Root(), MemoryDir, 0), copy: func(k ledger.Kind) bool { return k == ledger.MemoryPurged || stored(k) }, only: stored},
+	}}
 }
 
 // State is the state as of the last recorded event.
@@ -76,12 +100,12 @@ func (j *Journal) State() *State { return j.st }
 // Tail is where the ledger ends now.
 func (j *Journal) Tail() ledger.Tail { return j.tail }
 
-// Recorded lists what this journal appended, in order (seq and prev as
+// Recorded lists what this journal recorded, in order (seq and prev as
 // written; a rebase assigns new ones).
 func (j *Journal) Recorded() []*ledger.Event { return j.recorded }
 
-// Files are the ledger files this journal wrote to (slash paths relative
-// to the repository root), for the commit.
+// Files are the files this journal wrote to (slash paths relative to the
+// repository root), for the commit.
 func (j *Journal) Files() []string {
 	seen := map[string]bool{}
 	var out []string
@@ -94,9 +118,9 @@ func (j *Journal) Files() []string {
 	return out
 }
 
-// Record stamps, appends and applies events, as one gzip member. When the
-// month has changed since the last event, a checkpoint of the state opens
-// the new month file first.
+// Record stamps, appends and applies events, as one gzip member per file.
+// When the month has changed since the last event, a checkpoint of the
+// state opens the new month file first.
 func (j *Journal) Record(evs ...*ledger.Event) error {
 	if len(evs) == 0 {
 		return nil
@@ -108,19 +132,29 @@ func (j *Journal) Record(evs ...*ledger.Event) error {
 		}
 	}
 	if !j.dry {
-		seg, newMonth := j.store.Target(j.tail, evs[0].TS)
-		batch := evs
-		if newMonth && !j.tail.Empty() {
-			batch = append([]*ledger.Event{j.st.Checkpoint(evs[0].TS)}, evs...)
+		var main []*ledger.Event
+		for _, e := range evs {
+			if !j.sides[1].only(e.Event) {
+				main = append(main, e)
+			}
 		}
-		tail, err := j.store.Append(j.tail, seg, batch)
-		if err != nil {
-			return err
+		if len(main) > 0 {
+			seg, newMonth := j.store.Target(j.tail, main[0].TS)
+			batch := main
+			if newMonth && !j.tail.Empty() {
+				batch = append([]*ledger.Event{j.st.Checkpoint(main[0].TS)}, main...)
+			}
+			tail, err := j.store.Append(j.tail, seg, batch)
+			if err != nil {
+				return err
+			}
+			j.tail = tail
+			j.files = append(j.files, seg.Path)
 		}
-		j.tail = tail
-		j.files = append(j.files, seg.Path)
-		if err := j.logApprovals(evs); err != nil {
-			return err
+		for _, sd := range j.sides {
+			if err := j.appendSide(sd, evs); err != nil {
+				return err
+			}
 		}
 	}
 	for _, e := range evs {
@@ -130,37 +164,39 @@ func (j *Journal) Record(evs ...*ledger.Event) error {
 	return nil
 }
 
-// logApprovals copies approval decisions to var/approvals/approved.ndjson.gz
-// (seed 000's approval audit trail).
-func (j *Journal) logApprovals(evs []*ledger.Event) error {
-	var ap []*ledger.Event
+// appendSide writes the events a side log takes: the log's own copies, so
+// its seq and chain are its own.
+func (j *Journal) appendSide(sd *side, evs []*ledger.Event) error {
+	var out []*ledger.Event
 	for _, e := range evs {
-		switch e.Event {
-		case ledger.ApprovalApproved, ledger.ApprovalConsumed, ledger.ApprovalRejected, ledger.ApprovalExpired, ledger.ApprovalRefused:
+		if sd.copy(e.Event) {
 			c := *e
-			ap = append(ap, &c)
+			out = append(out, &c)
 		}
 	}
-	if len(ap) == 0 {
+	if len(out) == 0 {
 		return nil
 	}
-	if j.apTail == nil {
-		segs, err := j.approvals.Segments()
+	if sd.tail == nil {
+		segs, err := sd.store.Segments()
 		if err != nil {
 			return err
 		}
-		t, err := ledger.Scan(j.approvals.Root(), segs, ledger.ScanOptions{Verify: true}, func(*ledger.Event) error { return nil })
+		if len(segs) > 0 {
+			segs = segs[len(segs)-1:] // the tail is all an append needs
+		}
+		t, err := ledger.Scan(sd.store.Root(), segs, ledger.ScanOptions{Verify: true}, func(*ledger.Event) error { return nil })
 		if err != nil {
 			return err
 		}
-		j.apTail = &t
+		sd.tail = &t
 	}
-	seg, _ := j.approvals.Target(*j.apTail, ap[0].TS)
-	t, err := j.approvals.Append(*j.apTail, seg, ap)
+	seg, _ := sd.store.Target(*sd.tail, out[0].TS)
+	t, err := sd.store.Append(*sd.tail, seg, out)
 	if err != nil {
 		return err
 	}
-	j.apTail = &t
+	sd.tail = &t
 	j.files = append(j.files, seg.Path)
 	return nil
 }
