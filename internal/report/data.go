@@ -1,0 +1,143 @@
+// Package report renders what the ledger knows for people: the static
+// HTML dashboard (astra report) and the Markdown job summary of a run.
+package report
+
+import (
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/astra-gitops/astra/internal/introspect"
+	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/state"
+)
+
+// Data is everything the dashboard shows, computed from the ledger.
+type Data struct {
+	Generated     time.Time       `json:"generated"`
+	Repository    string          `json:"repository,omitempty"` // owner/repo, for links
+	ServerURL     string          `json:"server_url,omitempty"` // https://github.com
+	Month         string          `json:"month"`                // YYYY-MM
+	Spend         []DaySpend      `json:"spend"`                // one entry per day of the month so far
+	DayLimitUSD   float64         `json:"day_limit_usd"`
+	MonthLimitUSD float64         `json:"month_limit_usd"`
+	MonthUSD      float64         `json:"month_usd"`
+	Paused        string          `json:"paused,omitempty"`
+	Schedules     []ScheduleStats `json:"schedules"`
+	Pending       []Pending       `json:"pending"`
+	DeadLetters   []DeadLetter    `json:"dead_letters"`
+}
+
+// DaySpend is one UTC day's spend.
+type DaySpend struct {
+	Day    string  `json:"day"` // YYYY-MM-DD
+	USD    float64 `json:"usd"`
+	Tokens int64   `json:"tokens"`
+	Runs   int     `json:"runs"`
+}
+
+// ScheduleStats is one schedule's month.
+type ScheduleStats struct {
+	ID         string    `json:"id"`
+	Name       string    `json:"name"`
+	Tier       int       `json:"tier"`
+	Runs       int       `json:"runs"` // completed
+	Failures   int       `json:"failures"`
+	Skips      int       `json:"skips"`
+	LastStatus string    `json:"last_status,omitempty"`
+	LastRun    time.Time `json:"last_run,omitzero"`
+	Next       time.Time `json:"next,omitzero"` // next fire time; zero for event schedules
+}
+
+// Pending is an open approval request.
+type Pending struct {
+	ScheduleID  string    `json:"schedule_id"`
+	Name        string    `json:"name"`
+	Slot        time.Time `json:"slot"`
+	PR          int       `json:"pr,omitempty"`
+	URL         string    `json:"url,omitempty"`
+	RequestedAt time.Time `json:"requested_at"`
+	ExpiresAt   time.Time `json:"expires_at"`
+}
+
+// DeadLetter is a slot that failed every attempt.
+type DeadLetter struct {
+	Key      string    `json:"key"`
+	Name     string    `json:"name"`
+	Attempts int       `json:"attempts"`
+	Error    string    `json:"error,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+// Collect reads the month of now from the ledger.
+func Collect(cfg *model.Config, store *ledger.Store, now time.Time, repository, serverURL string) (Data, error) {
+	now = now.UTC()
+	st, _, err := state.Replay(store, now)
+	if err != nil {
+		return Data{}, err
+	}
+	d := Data{Generated: now, Repository: repository, ServerURL: serverURL, Month: ledger.Month(now),
+		DayLimitUSD: cfg.Policies.Budget.DailyLimitUSD, MonthLimitUSD: cfg.Policies.Budget.MonthlyLimitUSD, MonthUSD: st.Spend.MonthUSD,
+		Schedules: []ScheduleStats{}, Pending: []Pending{}, DeadLetters: []DeadLetter{}}
+	if p := introspect.BudgetReport(cfg, st).Global.Paused; p != "" {
+		d.Paused = p
+	}
+	first := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	for day := first; !day.After(now); day = day.AddDate(0, 0, 1) {
+		d.Spend = append(d.Spend, DaySpend{Day: day.Format(time.DateOnly)})
+	}
+	tasks, err := introspect.Tasks(store, now, introspect.Query{Status: "all", Since: first})
+	if err != nil {
+		return Data{}, err
+	}
+	stats := map[string]*ScheduleStats{}
+	for _, sc := range cfg.Schedules {
+		s := &ScheduleStats{ID: sc.ID, Name: sc.Name, Tier: int(sc.SafetyTier)}
+		if sc.Spec != nil && sc.Enabled {
+			s.Next = sc.Spec.Next(now)
+		}
+		stats[sc.ID] = s
+	}
+	for _, t := range tasks {
+		s := stats[t.ScheduleID]
+		if i := t.Started.Day() - 1; t.Status != "skipped" && i >= 0 && i < len(d.Spend) && t.Started.Month() == now.Month() {
+			d.Spend[i].USD += t.Usage.CostUSD
+			d.Spend[i].Tokens += t.Usage.Tokens
+			d.Spend[i].Runs++
+		}
+		if s == nil {
+			continue
+		}
+		switch t.Status {
+		case "completed":
+			s.Runs++
+		case "failed":
+			s.Failures++
+		case "skipped":
+			s.Skips++
+		}
+		if t.Started.After(s.LastRun) {
+			s.LastRun, s.LastStatus = t.Started, t.Status
+		}
+	}
+	for _, sc := range cfg.Schedules {
+		d.Schedules = append(d.Schedules, *stats[sc.ID])
+		if a := st.Approvals[sc.ID]; a != nil {
+			p := Pending{ScheduleID: sc.ID, Name: sc.Name, Slot: a.Slot, PR: a.PR, RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt}
+			if repository != "" && a.PR != 0 {
+				p.URL = serverURL + "/" + repository + "/pull/" + strconv.Itoa(a.PR)
+			}
+			d.Pending = append(d.Pending, p)
+		}
+	}
+	for key, dl := range st.DeadLetters {
+		name := dl.ScheduleID
+		if sc := cfg.Schedule(dl.ScheduleID); sc != nil {
+			name = sc.Name
+		}
+		d.DeadLetters = append(d.DeadLetters, DeadLetter{Key: key, Name: name, Attempts: dl.Attempts, Error: dl.Error, At: dl.At})
+	}
+	sort.Slice(d.DeadLetters, func(i, j int) bool { return d.DeadLetters[i].At.Before(d.DeadLetters[j].At) })
+	return d, nil
+}
