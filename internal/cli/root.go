@@ -16,6 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
+
+	"github.com/astra-gitops/astra/internal/model"
 )
 
 // Exit codes (the brief's contract).
@@ -61,6 +63,7 @@ type app struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	cfg    *model.Config // the configuration of the run, once loaded
 }
 
 // Execute runs astra with args and returns the process exit code.

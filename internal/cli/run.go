@@ -19,6 +19,7 @@ import (
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/redact"
+	"github.com/astra-gitops/astra/internal/report"
 	"github.com/astra-gitops/astra/internal/runner"
 	"github.com/astra-gitops/astra/internal/state"
 )
@@ -63,6 +64,7 @@ func (a *app) forgeClient() (*forge.Client, error) {
 
 // newRunner wires a runner for cfg: executor, git and GitHub as available.
 func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit int) (*runner.Runner, error) {
+	a.cfg = cfg
 	red := a.redactor()
 	fc, err := a.forgeClient()
 	if err != nil {
@@ -306,6 +308,9 @@ func (a *app) finishRun(rep *runner.Report, err error) error {
 		}
 		if a.inGitHubActions() {
 			writeAnnotations(a.stdout, rep)
+			if werr := a.writeActionsFiles(rep); werr != nil {
+				fmt.Fprintf(a.stderr, "astra: writing the job summary: %v\n", werr)
+			}
 		}
 	}
 	switch {
@@ -444,4 +449,40 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// writeActionsFiles appends the job summary to $GITHUB_STEP_SUMMARY and the
+// run's counts to $GITHUB_OUTPUT (the composite action's outputs).
+func (a *app) writeActionsFiles(rep *runner.Report) error {
+	if p := a.getenv("GITHUB_OUTPUT"); p != "" {
+		out := fmt.Sprintf("ran=%d\nfailed=%d\nskipped=%d\nawaiting_approval=%d\n", rep.Count(runner.ActionRan),
+			rep.Count(runner.ActionFailed)+rep.Count(runner.ActionLost), rep.Count(runner.ActionSkipped)+rep.Count(runner.ActionMissed),
+			rep.Count(runner.ActionAwaitingApproval))
+		if err := appendFile(p, out); err != nil {
+			return err
+		}
+	}
+	p := a.getenv("GITHUB_STEP_SUMMARY")
+	if p == "" || a.cfg == nil {
+		return nil
+	}
+	st, _, err := state.Replay(a.store(), rep.Now)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	report.Summary(&b, rep, a.cfg, introspect.BudgetReport(a.cfg, st))
+	return appendFile(p, b.String()+"\n")
+}
+
+func appendFile(path, s string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(s); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

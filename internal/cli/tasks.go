@@ -10,6 +10,7 @@ import (
 
 	"github.com/astra-gitops/astra/internal/introspect"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/report"
 	"github.com/astra-gitops/astra/internal/state"
 )
 
@@ -185,8 +186,8 @@ level reached and any pause.`,
 			}
 			g := b.Global
 			fmt.Fprintf(a.stdout, "Global spend (%s UTC):\n", b.Day)
-			fmt.Fprintf(a.stdout, "  today  $%.2f of $%.2f  %s\n", g.DayUSD, g.DayLimitUSD, bar(g.DayUSD, g.DayLimitUSD, 30))
-			fmt.Fprintf(a.stdout, "  month  $%.2f of $%.2f  %s\n", g.MonthUSD, g.MonthLimitUSD, bar(g.MonthUSD, g.MonthLimitUSD, 30))
+			fmt.Fprintf(a.stdout, "  today  $%.2f of $%.2f  %s\n", g.DayUSD, g.DayLimitUSD, report.Bar(g.DayUSD, g.DayLimitUSD, 30))
+			fmt.Fprintf(a.stdout, "  month  $%.2f of $%.2f  %s\n", g.MonthUSD, g.MonthLimitUSD, report.Bar(g.MonthUSD, g.MonthLimitUSD, 30))
 			fmt.Fprintf(a.stdout, "  tokens %d today, %d this month; on limit: %s\n", g.DayTokens, g.MonthTokens, g.OnLimitReached)
 			if g.AlertLevel > 0 {
 				fmt.Fprintf(a.stdout, "  alert level reached: %.0f%%\n", g.AlertLevel*100)
@@ -208,14 +209,4 @@ level reached and any pause.`,
 	}
 	cmd.AddCommand(a.budgetResumeCmd())
 	return cmd
-}
-
-// bar draws spent against limit with block characters.
-func bar(spent, limit float64, width int) string {
-	if limit <= 0 {
-		return ""
-	}
-	n := int(spent / limit * float64(width))
-	n = min(max(n, 0), width)
-	return "[" + strings.Repeat("█", n) + strings.Repeat("·", width-n) + fmt.Sprintf("] %.0f%%", spent/limit*100)
 }

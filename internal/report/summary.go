@@ -1,0 +1,136 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/astra-gitops/astra/internal/introspect"
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/runner"
+)
+
+// Summary writes the Markdown job summary of a run (GitHub Actions
+// $GITHUB_STEP_SUMMARY): what ran, what was skipped and why, what waits
+// for approval, budget use against the limits, and the next runs.
+func Summary(w io.Writer, rep *runner.Report, cfg *model.Config, b introspect.Budget) {
+	title := "astra run-due"
+	if rep.DryRun {
+		title += " (dry run)"
+	}
+	fmt.Fprintf(w, "## %s at %s\n\n", title, rep.Now.UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(w, "**%d ran**, %d failed, %d skipped, %d awaiting approval", rep.Count(runner.ActionRan),
+		rep.Count(runner.ActionFailed)+rep.Count(runner.ActionLost), rep.Count(runner.ActionSkipped)+rep.Count(runner.ActionMissed),
+		rep.Count(runner.ActionAwaitingApproval))
+	if n := rep.Count(runner.ActionDryRun) + rep.Count(runner.ActionWouldRun); n > 0 {
+		fmt.Fprintf(w, ", %d would run", n)
+	}
+	w.Write([]byte("\n\n"))
+
+	if len(rep.Outcomes) > 0 {
+		fmt.Fprintln(w, "| | schedule | slot | tool | tier | details |")
+		fmt.Fprintln(w, "|---|---|---|---|---|---|")
+		for _, o := range rep.Outcomes {
+			details := o.Reason
+			if o.Detail != "" {
+				details = strings.TrimPrefix(details+": "+o.Detail, ": ")
+			}
+			if o.PRURL != "" {
+				details += fmt.Sprintf(" [PR #%d](%s)", o.PR, o.PRURL)
+			}
+			if !o.Usage.IsZero() {
+				details += fmt.Sprintf(" (%d tokens, $%.4f, %s)", o.Usage.Tokens, o.Usage.CostUSD, time.Duration(o.Usage.WallClockMS)*time.Millisecond)
+			}
+			slot := ""
+			if !o.Slot.IsZero() {
+				slot = o.Slot.UTC().Format("01-02 15:04")
+			}
+			fmt.Fprintf(w, "| %s %s | `%s` | %s | `%s` | %d | %s |\n", icon(o.Action), o.Action, o.Name, slot, o.Tool, o.Tier, cell(details))
+		}
+		w.Write([]byte("\n"))
+	} else {
+		fmt.Fprintln(w, "Nothing was due.")
+		fmt.Fprintln(w)
+	}
+	if rep.OverLimit > 0 {
+		fmt.Fprintf(w, "%d more were due beyond `--limit`; the next run takes them.\n\n", rep.OverLimit)
+	}
+
+	g := b.Global
+	fmt.Fprintln(w, "### Budget")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "| period | spent | limit | use |\n|---|---|---|---|\n")
+	fmt.Fprintf(w, "| today | $%.2f | $%.2f | `%s` |\n", g.DayUSD, g.DayLimitUSD, Bar(g.DayUSD, g.DayLimitUSD, 20))
+	fmt.Fprintf(w, "| %s | $%.2f | $%.2f | `%s` |\n", rep.Now.UTC().Format("January"), g.MonthUSD, g.MonthLimitUSD, Bar(g.MonthUSD, g.MonthLimitUSD, 20))
+	if g.Paused != "" {
+		fmt.Fprintf(w, "\n> [!WARNING]\n> Paused: %s. `astra budget resume` lifts it.\n", g.Paused)
+	}
+	for _, a := range rep.Alerts {
+		fmt.Fprintf(w, "\n> [!NOTE]\n> %s\n", a)
+	}
+	var limited []string
+	for _, s := range b.Schedules {
+		if s.PerDay > 0 && s.Consumed > 0 {
+			limited = append(limited, fmt.Sprintf("`%s` %d/%d", s.Name, s.Consumed, s.PerDay))
+		}
+	}
+	if len(limited) > 0 {
+		fmt.Fprintf(w, "\nPer-day run budgets used today: %s\n", strings.Join(limited, ", "))
+	}
+
+	type next struct {
+		name string
+		at   time.Time
+	}
+	var nexts []next
+	for _, sc := range cfg.Schedules {
+		if sc.Spec != nil && sc.Enabled {
+			nexts = append(nexts, next{sc.Name, sc.Spec.Next(rep.Now)})
+		}
+	}
+	sort.Slice(nexts, func(i, j int) bool { return nexts[i].at.Before(nexts[j].at) })
+	if len(nexts) > 0 {
+		fmt.Fprintln(w, "\n### Next runs")
+		fmt.Fprintln(w)
+		for _, n := range nexts[:min(len(nexts), 8)] {
+			fmt.Fprintf(w, "- `%s` at %s\n", n.name, n.at.UTC().Format("2006-01-02 15:04 UTC"))
+		}
+	}
+	if rep.Commit != "" {
+		fmt.Fprintf(w, "\nLedger commit `%s`", rep.Commit[:min(12, len(rep.Commit))])
+		if !rep.Pushed {
+			fmt.Fprint(w, " (not pushed)")
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// Bar draws spent against limit in text, for Markdown and terminals.
+func Bar(spent, limit float64, width int) string {
+	if limit <= 0 {
+		return "no limit"
+	}
+	n := min(max(int(spent/limit*float64(width)+0.5), 0), width)
+	return strings.Repeat("█", n) + strings.Repeat("░", width-n) + fmt.Sprintf(" %3.0f%%", spent/limit*100)
+}
+
+func icon(action string) string {
+	switch action {
+	case runner.ActionRan:
+		return "✅"
+	case runner.ActionFailed, runner.ActionLost:
+		return "❌"
+	case runner.ActionAwaitingApproval:
+		return "⏳"
+	case runner.ActionDryRun, runner.ActionWouldRun:
+		return "🔎"
+	}
+	return "⏭️"
+}
+
+// cell keeps a value inside one Markdown table cell.
+func cell(s string) string {
+	return strings.NewReplacer("|", "\\|", "\n", " ", "\r", "").Replace(s)
+}
