@@ -134,6 +134,7 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.triggerCmd(),
 		a.rollbackCmd(),
 		a.memoryCmd(),
+		a.initCmd(),
 	)
 	return root
 }

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/astra-gitops/astra/internal/config"
+	"github.com/astra-gitops/astra/internal/scaffold"
+)
+
+func (a *app) initCmd() *cobra.Command {
+	var opts scaffold.Options
+	cmd := &cobra.Command{
+		Use:   "init",
+		Short: "Scaffold a working astra setup in this repository",
+		Long: `init writes example schedules and policies that validate, a tool script,
+the cron workflow (.github/workflows/astra.yml: every 5 minutes, a manual
+dry-run switch, one run at a time, least-privilege permissions), a
+validate-on-PR workflow, CODEOWNERS entries for policies/ and var/approvals/,
+and a .gitattributes line so 'git diff' shows ledger changes as text. It
+never replaces a file that exists with other content unless --force;
+CODEOWNERS and .gitattributes are appended to.`,
+		Example: `  astra init --owner @my-org/maintainers
+  astra init --dry-run`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := scaffold.Init(a.repo(), opts)
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				if err := a.printJSON(res); err != nil {
+					return err
+				}
+			} else {
+				for _, l := range []struct {
+					what  string
+					files []string
+				}{{"created", res.Created}, {"replaced", res.Replaced}, {"appended to", res.Appended}, {"unchanged", res.Unchanged}, {"exists, differs", res.Conflicts},
+					{"skipped", res.Skipped}} {
+					for _, f := range l.files {
+						fmt.Fprintf(a.stdout, "  %-16s %s\n", l.what, f)
+					}
+				}
+			}
+			if len(res.Skipped) > 0 && !a.json() {
+				fmt.Fprintln(a.stdout, "  (examples skipped: this repository has its own schedules or policies)")
+			}
+			if len(res.Conflicts) > 0 {
+				return usageErrorf("%d file(s) exist with other content; nothing was written (rerun with --force to replace them)", len(res.Conflicts))
+			}
+			if opts.DryRun {
+				return nil
+			}
+			// The textconv driver lives in the clone's own config.
+			if out, err := exec.Command("git", "-C", a.repo(), "config", "diff.astra-ledger.textconv", "astra ledger cat").CombinedOutput(); err != nil && !a.json() {
+				fmt.Fprintf(a.stdout, "note: not a git repository, so no ledger diff driver was configured (%s)\n", strings.TrimSpace(string(out)))
+			}
+			cfg, diags, err := config.Load(a.repo())
+			if err != nil {
+				return err
+			}
+			if diags.Errors() > 0 {
+				for _, d := range diags {
+					fmt.Fprintln(a.stderr, d)
+				}
+				return usageErrorf("the setup does not validate; fix the errors above")
+			}
+			if !a.json() {
+				fmt.Fprintf(a.stdout, "\n%d schedules validate. Next:\n  astra schedules next\n  astra run-due --dry-run\n  git add -A && git commit -m 'Add astra' && git push\n", len(cfg.Schedules))
+				fmt.Fprintln(a.stdout, "Approval pull requests opened with the default GITHUB_TOKEN do not trigger other workflows; see the README.")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace files that exist with other content")
+	cmd.Flags().StringVar(&opts.Owner, "owner", "", "CODEOWNERS owner for policies/ and var/approvals/, e.g. @my-org/maintainers")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would be written")
+	return cmd
+}

@@ -1,0 +1,171 @@
+// Package scaffold writes a working astra setup into a repository
+// (`astra init`): example schedules and policies that validate, the cron
+// and validate-on-PR workflows, CODEOWNERS entries and the .gitattributes
+// line that makes ledger diffs readable.
+package scaffold
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+//go:embed all:files
+var files embed.FS
+
+// Result says what Init did to each file.
+type Result struct {
+	Created   []string `json:"created"`
+	Replaced  []string `json:"replaced"`
+	Appended  []string `json:"appended"`
+	Unchanged []string `json:"unchanged"`
+	Conflicts []string `json:"conflicts"` // exist with other content; rerun with --force
+	Skipped   []string `json:"skipped"`   // examples left out: the repository has its own configuration
+}
+
+// Options tune Init.
+type Options struct {
+	Force  bool   // replace files that exist with other content
+	Owner  string // CODEOWNERS owner such as @my-org/maintainers; "" leaves the lines commented
+	DryRun bool   // report only
+}
+
+// Files lists the scaffold's files (slash paths), for documentation and tests.
+func Files() []string {
+	var out []string
+	_ = fs.WalkDir(files, "files", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			out = append(out, strings.TrimPrefix(p, "files/"))
+		}
+		return err
+	})
+	return out
+}
+
+// Init writes the scaffold under root. Existing files with other content
+// are left alone (listed as conflicts, and nothing at all is written) unless
+// opts.Force; CODEOWNERS and .gitattributes are appended to, never replaced.
+func Init(root string, opts Options) (Result, error) {
+	var r Result
+	type write struct {
+		rel  string
+		data []byte
+		mode fs.FileMode
+	}
+	var writes []write
+	own := hasOwnConfig(root)
+	for _, rel := range Files() {
+		if own && !strings.HasPrefix(rel, ".github/") {
+			r.Skipped = append(r.Skipped, rel)
+			continue
+		}
+		data, err := files.ReadFile("files/" + rel)
+		if err != nil {
+			return r, err
+		}
+		mode := fs.FileMode(0o644)
+		if strings.HasSuffix(rel, ".sh") {
+			mode = 0o755
+		}
+		old, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
+		switch {
+		case os.IsNotExist(err):
+			r.Created = append(r.Created, rel)
+		case err != nil:
+			return r, err
+		case bytes.Equal(old, data):
+			r.Unchanged = append(r.Unchanged, rel)
+			continue
+		case opts.Force:
+			r.Replaced = append(r.Replaced, rel)
+		default:
+			r.Conflicts = append(r.Conflicts, rel)
+			continue
+		}
+		writes = append(writes, write{rel, data, mode})
+	}
+	for _, a := range appends(opts.Owner) {
+		old, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(a.rel)))
+		if err != nil && !os.IsNotExist(err) {
+			return r, err
+		}
+		if bytes.Contains(old, []byte(a.marker)) {
+			r.Unchanged = append(r.Unchanged, a.rel)
+			continue
+		}
+		data := old
+		if len(data) > 0 && !bytes.HasSuffix(data, []byte("\n")) {
+			data = append(data, '\n')
+		}
+		data = append(data, a.text...)
+		if len(old) == 0 {
+			r.Created = append(r.Created, a.rel)
+		} else {
+			r.Appended = append(r.Appended, a.rel)
+		}
+		writes = append(writes, write{a.rel, data, 0o644})
+	}
+	if len(r.Conflicts) > 0 || opts.DryRun {
+		return r, nil
+	}
+	for _, w := range writes {
+		p := filepath.Join(root, filepath.FromSlash(w.rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return r, err
+		}
+		if err := os.WriteFile(p, w.data, w.mode); err != nil {
+			return r, err
+		}
+		if err := os.Chmod(p, w.mode); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// hasOwnConfig reports whether root already has schedules or policies other
+// than the scaffold's: then the examples would only collide with them.
+func hasOwnConfig(root string) bool {
+	for _, dir := range []string{"schedules", "policies"} {
+		found := false
+		_ = filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			rel, _ := filepath.Rel(root, p)
+			ext := filepath.Ext(p)
+			if (ext == ".yaml" || ext == ".yml") && !slices.Contains(Files(), filepath.ToSlash(rel)) {
+				found = true
+				return fs.SkipAll
+			}
+			return nil
+		})
+		if found {
+			return true
+		}
+	}
+	return false
+}
+
+type appendix struct{ rel, marker, text string }
+
+// appends are the lines added to files a repository may already have.
+func appends(owner string) []appendix {
+	codeowners := "# astra: policies and approvals decide what runs unattended; they need an owner's review.\n"
+	if owner == "" {
+		codeowners += "# Set an owner (astra init --owner @my-org/maintainers) and uncomment:\n# /policies/ @OWNER\n# /var/approvals/ @OWNER\n"
+	} else {
+		codeowners += fmt.Sprintf("/policies/ %s\n/var/approvals/ %s\n", owner, owner)
+	}
+	return []appendix{
+		{rel: path.Join(".github", "CODEOWNERS"), marker: "# astra:", text: codeowners},
+		{rel: ".gitattributes", marker: "diff=astra-ledger", text: "# astra: show ledger changes as text in git diff (git config diff.astra-ledger.textconv \"astra ledger cat\")\n" +
+			"var/**/*.ndjson.gz diff=astra-ledger\n"},
+	}
+}

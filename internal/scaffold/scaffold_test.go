@@ -1,0 +1,118 @@
+package scaffold
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/astra-gitops/astra/internal/config"
+)
+
+// TestInitValidates: a new repository goes from nothing to a setup that
+// validates, and a second init changes nothing.
+func TestInitValidates(t *testing.T) {
+	root := t.TempDir()
+	res, err := Init(root, Options{Owner: "@octo/maintainers"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{".github/workflows/astra.yml", ".github/workflows/astra-validate.yml", "schedules/example.yaml",
+		"policies/policies.yaml", "scripts/tools/hello.sh", ".github/CODEOWNERS", ".gitattributes"} {
+		if !slices.Contains(res.Created, want) {
+			t.Errorf("%s not created: %+v", want, res)
+		}
+	}
+	cfg, diags, err := config.Load(root)
+	if err != nil || diags.Errors() > 0 || len(diags) > 0 {
+		t.Fatalf("scaffold does not validate: %v %v", err, diags)
+	}
+	if len(cfg.Schedules) != 2 {
+		t.Fatalf("%d schedules", len(cfg.Schedules))
+	}
+	if st, _ := os.Stat(filepath.Join(root, "scripts/tools/hello.sh")); st.Mode()&0o111 == 0 {
+		t.Error("the tool script is not executable")
+	}
+	owners, _ := os.ReadFile(filepath.Join(root, ".github/CODEOWNERS"))
+	if !strings.Contains(string(owners), "/policies/ @octo/maintainers\n/var/approvals/ @octo/maintainers\n") {
+		t.Errorf("CODEOWNERS:\n%s", owners)
+	}
+	again, err := Init(root, Options{Owner: "@octo/maintainers"})
+	if err != nil || len(again.Created)+len(again.Replaced)+len(again.Appended)+len(again.Conflicts) != 0 {
+		t.Fatalf("second init changed something: %+v %v", again, err)
+	}
+}
+
+// TestInitNeverOverwrites: a file that exists with other content is a
+// conflict and nothing is written, unless forced; existing CODEOWNERS and
+// .gitattributes are appended to.
+func TestInitNeverOverwrites(t *testing.T) {
+	root := t.TempDir()
+	mine := []byte("- {name: mine, cron: \"@daily\", target_tool: tasks_list}\n")
+	for p, data := range map[string][]byte{"schedules/example.yaml": mine, ".gitattributes": []byte("*.png binary"), ".github/CODEOWNERS": []byte("* @someone\n")} {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755)
+		os.WriteFile(filepath.Join(root, p), data, 0o644)
+	}
+	res, err := Init(root, Options{})
+	if err != nil || !slices.Equal(res.Conflicts, []string{"schedules/example.yaml"}) {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "policies/policies.yaml")); err == nil {
+		t.Fatal("init wrote files despite a conflict")
+	}
+	res, err = Init(root, Options{Force: true})
+	if err != nil || !slices.Contains(res.Replaced, "schedules/example.yaml") || !slices.Contains(res.Appended, ".gitattributes") {
+		t.Fatalf("%+v %v", res, err)
+	}
+	attrs, _ := os.ReadFile(filepath.Join(root, ".gitattributes"))
+	if string(attrs) != "*.png binary\n# astra: show ledger changes as text in git diff (git config diff.astra-ledger.textconv \"astra ledger cat\")\nvar/**/*.ndjson.gz diff=astra-ledger\n" {
+		t.Fatalf(".gitattributes:\n%s", attrs)
+	}
+	owners, _ := os.ReadFile(filepath.Join(root, ".github/CODEOWNERS"))
+	if !strings.HasPrefix(string(owners), "* @someone\n") || !strings.Contains(string(owners), "# /policies/ @OWNER") {
+		t.Fatalf("CODEOWNERS:\n%s", owners)
+	}
+}
+
+// TestWorkflowsLint runs actionlint on the generated workflows and on this
+// repository's own. CI installs actionlint (.ci/run) and sets
+// ASTRA_REQUIRE_ACTIONLINT=1, so there it cannot be skipped.
+func TestWorkflowsLint(t *testing.T) {
+	bin, err := exec.LookPath("actionlint")
+	if err != nil {
+		if os.Getenv("ASTRA_REQUIRE_ACTIONLINT") == "1" {
+			t.Fatal("actionlint is not on PATH: go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12")
+		}
+		t.Skip("actionlint not installed (go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12)")
+	}
+	root := t.TempDir()
+	if _, err := Init(root, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	own, _ := filepath.Glob("../../.github/workflows/*.yml")
+	gen, _ := filepath.Glob(filepath.Join(root, ".github/workflows/*.yml"))
+	if len(own) < 3 || len(gen) != 2 {
+		t.Fatalf("workflows: %v %v", own, gen)
+	}
+	out, err := exec.Command(bin, append(own, gen...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("actionlint: %v\n%s", err, out)
+	}
+}
+
+// TestInitKeepsOwnConfig: a repository with its own policies gets the
+// workflows but no example that would collide with them.
+func TestInitKeepsOwnConfig(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "policies"), 0o755)
+	os.WriteFile(filepath.Join(root, "policies/p.yaml"), []byte("actors:\n  - {actor: astra, scopes: [\"*\"]}\n"), 0o644)
+	res, err := Init(root, Options{})
+	if err != nil || !slices.Contains(res.Skipped, "policies/policies.yaml") || !slices.Contains(res.Created, ".github/workflows/astra.yml") {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if _, diags, _ := config.Load(root); diags.Errors() > 0 {
+		t.Fatalf("init broke an existing setup: %v", diags)
+	}
+}
