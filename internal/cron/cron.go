@@ -202,8 +202,21 @@ func (s *Spec) Prev(t time.Time) time.Time {
 // Slots lists up to max slots in (after, until], oldest first.
 func (s *Spec) Slots(after, until time.Time, max int) []time.Time {
 	var out []time.Time
-	for t := s.Next(after); !t.IsZero() && !t.After(until) && len(out) < max; t = s.Next(t) {
-		out = append(out, t)
+	if s.every > 0 {
+		for t := s.Next(after); !t.After(until) && len(out) < max; t = t.Add(s.every) {
+			out = append(out, t)
+		}
+		return out
+	}
+	// Walk the days once; a slot shifted out of a DST gap may belong to the
+	// day before, so start a day early.
+	end := civil(until.In(s.loc)).AddDate(0, 0, 1)
+	for day := civil(after.In(s.loc)).AddDate(0, 0, -1); !day.After(end) && len(out) < max; day = day.AddDate(0, 0, 1) {
+		for _, t := range s.daySlots(day) {
+			if t.After(after) && !t.After(until) && len(out) < max {
+				out = append(out, t)
+			}
+		}
 	}
 	return out
 }

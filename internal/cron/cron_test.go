@@ -305,3 +305,33 @@ func TestIntervalString(t *testing.T) {
 		}
 	}
 }
+
+// TestSlotsMatchNext: the day walk of Slots gives exactly the slots that
+// repeated Next does, across DST nights.
+func TestSlotsMatchNext(t *testing.T) {
+	for _, z := range []string{"UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe"} {
+		for _, e := range []string{"*/30 * * * *", "30 2 * * *", "0 0 1 * 5", "@every 45m", "15 1-3 * * *"} {
+			s, err := Parse(e, mustLoc(t, z))
+			if err != nil {
+				t.Fatal(err)
+			}
+			from, to := ts(t, "2026-03-06T00:00:00Z"), ts(t, "2026-04-06T00:00:00Z")
+			var want []time.Time
+			for n := s.Next(from); !n.After(to); n = s.Next(n) {
+				want = append(want, n)
+			}
+			got := s.Slots(from, to, 100000)
+			if len(got) != len(want) {
+				t.Fatalf("%s %s: %d slots, Next gives %d", z, e, len(got), len(want))
+			}
+			for i := range got {
+				if !got[i].Equal(want[i]) {
+					t.Fatalf("%s %s: slot %d %s, Next gives %s", z, e, i, got[i], want[i])
+				}
+			}
+			if c := s.Count(from, to, 5); c != min(5, len(want)) {
+				t.Fatalf("bounded count %d", c)
+			}
+		}
+	}
+}

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -178,6 +179,14 @@ var errSyntax = errors.New("invalid ledger line")
 // replay does not allocate them a million times. Not safe for concurrent use.
 type Decoder struct {
 	intern map[string]string
+	// SkipOutput leaves Event.Output empty (it is still checked): replay
+	// never needs tool output, and it is the largest field.
+	SkipOutput bool
+	// The previous line's values: a run's events follow each other, so
+	// these usually repeat and need neither a new string nor a map lookup.
+	lastKey, lastTrace                           string
+	lastEvent, lastSched, lastActor, lastTool    string
+	lastStatus, lastMode, lastTenant, lastReason string
 }
 
 // NewDecoder returns a decoder with an empty intern table.
@@ -264,36 +273,40 @@ func (s *scanner) event(d *Decoder, e *Event) (prev []byte, err error) {
 			e.TS, err = s.time()
 		case "event":
 			var v string
-			v, err = s.str(d, true)
+			v, err = s.interned(d, &d.lastEvent)
 			e.Event = Kind(v)
 		case "schedule_id":
-			e.ScheduleID, err = s.str(d, true)
+			e.ScheduleID, err = s.interned(d, &d.lastSched)
 		case "slot":
 			e.Slot, err = s.time()
 		case "idempotency_key":
-			e.IdempotencyKey, err = s.str(d, false)
+			e.IdempotencyKey, err = s.strLast(&d.lastKey)
 		case "actor":
-			e.Actor, err = s.str(d, true)
+			e.Actor, err = s.interned(d, &d.lastActor)
 		case "tenant":
-			e.Tenant, err = s.str(d, true)
+			e.Tenant, err = s.interned(d, &d.lastTenant)
 		case "tool":
-			e.Tool, err = s.str(d, true)
+			e.Tool, err = s.interned(d, &d.lastTool)
 		case "tier":
 			e.Tier, err = s.smallInt()
 		case "status":
-			e.Status, err = s.str(d, true)
+			e.Status, err = s.interned(d, &d.lastStatus)
 		case "reason":
-			e.Reason, err = s.str(d, true)
+			e.Reason, err = s.interned(d, &d.lastReason)
 		case "trace_id":
-			e.TraceID, err = s.str(d, false)
+			e.TraceID, err = s.strLast(&d.lastTrace)
 		case "scheduled_vs_manual":
-			e.Mode, err = s.str(d, true)
+			e.Mode, err = s.interned(d, &d.lastMode)
 		case "attempt":
 			e.Attempt, err = s.smallInt()
 		case "usage":
 			err = s.usage(&e.Usage)
 		case "output":
-			e.Output, err = s.str(d, false)
+			if d.SkipOutput {
+				_, _, err = s.rawStr()
+			} else {
+				e.Output, err = s.str(d, false)
+			}
 		case "error":
 			e.Error, err = s.str(d, false)
 		case "pr":
@@ -401,7 +414,13 @@ func (s *scanner) rawStr() (raw []byte, plain bool, err error) {
 	start := s.i + 1
 	plain = true
 	b := s.b
-	for i := start; i < len(b); i++ {
+	i := start
+	// Eight bytes at a time while none is special (quote, backslash,
+	// control, non-ASCII); the byte loop below handles the rest exactly.
+	for i+8 <= len(b) && !special(binary.LittleEndian.Uint64(b[i:])) {
+		i += 8
+	}
+	for ; i < len(b); i++ {
 		switch strClass[b[i]] {
 		case chPlain:
 		case chQuote:
@@ -417,6 +436,20 @@ func (s *scanner) rawStr() (raw []byte, plain bool, err error) {
 		}
 	}
 	return nil, false, s.errorf("unterminated string")
+}
+
+// SWAR constants: every byte 0x01, every byte 0x80.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// special reports whether any byte of w is '"', '\\', below 0x20 or above
+// 0x7f. Each test is the exact "has a byte below n / equal to c" bit trick.
+func special(w uint64) bool {
+	q := w ^ (ones * '"')
+	bs := w ^ (ones * '\\')
+	return ((w|((w-ones*0x20)&^w))|((q-ones)&^q)|((bs-ones)&^bs))&highs != 0
 }
 
 func (s *scanner) isNull() bool {
@@ -458,6 +491,55 @@ func (s *scanner) str(d *Decoder, intern bool) (string, error) {
 }
 
 // number returns the bytes of a JSON number token, checking its grammar.
+// interned reads a low-cardinality string: the previous line's value when
+// it repeats, else the intern table's.
+func (s *scanner) interned(d *Decoder, last *string) (string, error) {
+	if s.i < len(s.b) && s.b[s.i] == '"' {
+		if n := len(*last); s.i+n+1 < len(s.b) && s.b[s.i+n+1] == '"' && string(s.b[s.i+1:s.i+1+n]) == *last && plainRun(s.b[s.i+1:s.i+1+n]) {
+			s.i += n + 2
+			return *last, nil
+		}
+	}
+	v, err := s.str(d, true)
+	if err == nil {
+		*last = v
+	}
+	return v, err
+}
+
+// plainRun reports whether b needs no unescaping or validation: what
+// interned may take as is (values from the table or a previous line are
+// always plain, but an escaped quote could fake a match).
+func plainRun(b []byte) bool {
+	for _, c := range b {
+		if strClass[c] != chPlain {
+			return false
+		}
+	}
+	return true
+}
+
+// strLast reads a string value, reusing *last when it is the same.
+func (s *scanner) strLast(last *string) (string, error) {
+	if s.isNull() {
+		return "", nil
+	}
+	start := s.i
+	raw, plain, err := s.rawStr()
+	if err != nil {
+		return "", err
+	}
+	if !plain {
+		var v string
+		err := json.Unmarshal(s.b[start:s.i], &v)
+		return v, err
+	}
+	if string(raw) != *last {
+		*last = string(raw)
+	}
+	return *last, nil
+}
+
 func (s *scanner) number() ([]byte, bool, error) {
 	start := s.i
 	i := s.i

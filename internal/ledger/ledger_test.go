@@ -474,3 +474,25 @@ func FuzzScan(f *testing.F) {
 		}
 	})
 }
+
+// TestSpecialMatchesBytes: the word test agrees with a byte-by-byte check.
+func TestSpecialMatchesBytes(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 200000 {
+		var b [8]byte
+		for i := range b {
+			b[i] = byte(0x20 + r.IntN(0x5f))
+			if r.IntN(20) == 0 {
+				b[i] = byte(r.IntN(256))
+			}
+		}
+		want := false
+		for _, c := range b {
+			want = want || c == '"' || c == '\\' || c < 0x20 || c > 0x7f
+		}
+		w := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 | uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+		if special(w) != want {
+			t.Fatalf("special(%q) = %v", b, !want)
+		}
+	}
+}

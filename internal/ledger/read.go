@@ -50,6 +50,8 @@ type ScanOptions struct {
 	VerifyLast int
 	// Workers decoding files in parallel (default GOMAXPROCS).
 	Workers int
+	// SkipOutput leaves Event.Output empty, for callers that never read it.
+	SkipOutput bool
 }
 
 const (
@@ -113,7 +115,7 @@ func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				readSegment(root, j.seg, verify, j.out, &j.result, stop)
+				readSegment(root, j.seg, verify, opts.SkipOutput, j.out, &j.result, stop)
 			}()
 		}
 	}()
@@ -165,7 +167,7 @@ func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error
 
 // readSegment decodes one file into batches on out, then closes out. res is
 // written before out is closed.
-func readSegment(root string, seg Segment, verify bool, out chan<- batch, res *segmentResult, stop <-chan struct{}) {
+func readSegment(root string, seg Segment, verify, skipOutput bool, out chan<- batch, res *segmentResult, stop <-chan struct{}) {
 	defer close(out)
 	send := func(b batch) bool {
 		select {
@@ -192,6 +194,7 @@ func readSegment(root string, seg Segment, verify bool, out chan<- batch, res *s
 	}
 	br := bufio.NewReaderSize(zr, 256<<10)
 	dec := NewDecoder()
+	dec.SkipOutput = skipOutput
 	var (
 		b        = batch{events: batches.Get().([]Event)}
 		long     []byte // a line longer than the buffer

@@ -85,12 +85,24 @@ func ParseShard(s string) (k, n int, err error) {
 
 // Due lists the candidates at now, highest priority first, then oldest slot.
 func Due(cfg *model.Config, st *state.State, now time.Time, f Filter) []Candidate {
+	// Open slots by schedule, in key order so candidates come out the same
+	// way every time.
+	keys := make([]string, 0, len(st.Open))
+	for k := range st.Open {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	openKeys := map[string][]string{}
+	for _, k := range keys {
+		id := st.Open[k].ScheduleID
+		openKeys[id] = append(openKeys[id], k)
+	}
 	var out []Candidate
 	for _, s := range cfg.Schedules {
 		if !f.Match(s) {
 			continue
 		}
-		out = append(out, open(s, st, now)...)
+		out = append(out, open(s, st, openKeys[s.ID], now)...)
 		if s.Enabled {
 			out = append(out, slots(s, st, now)...)
 		}
@@ -109,12 +121,10 @@ func Due(cfg *model.Config, st *state.State, now time.Time, f Filter) []Candidat
 
 // open turns a schedule's open slots into candidates: lost claims, retries
 // due, and an approved request.
-func open(s *model.Schedule, st *state.State, now time.Time) []Candidate {
+func open(s *model.Schedule, st *state.State, keys []string, now time.Time) []Candidate {
 	var out []Candidate
-	for key, o := range st.Open {
-		if o.ScheduleID != s.ID {
-			continue
-		}
+	for _, key := range keys {
+		o := st.Open[key]
 		// A claim's attempt is the one that was lost; a retry's is the next.
 		c := Candidate{Schedule: s, Slot: o.Slot, Key: key, Mode: o.Mode, Attempt: o.Attempt, Open: o}
 		switch {

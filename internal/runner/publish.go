@@ -266,9 +266,12 @@ func dedupe(paths []string) []string {
 func (s *session) commitMessage(phase string) string {
 	r := s.report
 	var b strings.Builder
-	if phase == "claim" {
+	switch {
+	case phase == "claim":
 		fmt.Fprintf(&b, "astra: claim %d run(s)", len(s.j.Recorded())-s.pushed)
-	} else {
+	case len(r.Outcomes) == 0:
+		fmt.Fprintf(&b, "astra: record %d event(s), nothing was due", len(s.j.Recorded())-s.pushed)
+	default:
 		fmt.Fprintf(&b, "astra: %d ran, %d failed, %d skipped, %d awaiting approval",
 			r.Count(ActionRan), r.Count(ActionFailed)+r.Count(ActionLost), r.Count(ActionSkipped)+r.Count(ActionMissed), r.Count(ActionAwaitingApproval))
 	}

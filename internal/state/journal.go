@@ -24,7 +24,7 @@ func Replay(store *ledger.Store, now time.Time) (*State, ledger.Tail, error) {
 	if err != nil {
 		return st, ledger.Tail{}, err
 	}
-	tail, err := ledger.Scan(store.Root(), segs[from:], ledger.ScanOptions{VerifyLast: 1}, func(e *ledger.Event) error {
+	tail, err := ledger.Scan(store.Root(), segs[from:], ledger.ScanOptions{VerifyLast: 1, SkipOutput: true}, func(e *ledger.Event) error {
 		st.Apply(e)
 		return nil
 	})

@@ -36,6 +36,28 @@ type State struct {
 	Pause   *Pause          // active global-budget pause
 	Resumed map[string]bool // "day:2026-11-22": a human resumed that period
 	Events  int             // events replayed
+
+	// dayStr caches the day string of the last event's day: replay would
+	// otherwise format a date per event.
+	dayIdx int64
+	dayStr string
+	claims map[string]map[int64]int // open tier-1+ claims by schedule and day
+}
+
+// dayIndex numbers UTC days, for cheap comparisons.
+func dayIndex(t time.Time) int64 { return t.Unix() / 86400 }
+
+func sameMonth(a, b time.Time) bool {
+	a, b = a.UTC(), b.UTC()
+	return a.Year() == b.Year() && a.Month() == b.Month()
+}
+
+// day is Day(t), cached for runs of events on the same day.
+func (s *State) day(t time.Time) string {
+	if i := dayIndex(t); i != s.dayIdx || s.dayStr == "" {
+		s.dayIdx, s.dayStr = i, Day(t)
+	}
+	return s.dayStr
 }
 
 // snapshot is the part of the state a month checkpoint carries forward.
@@ -175,16 +197,42 @@ func (s *State) schedule(id string) *Schedule {
 // successful runs today plus today's claims without an outcome yet, so
 // concurrent runners cannot overrun a budget between them.
 func (s *State) ConsumedToday(id string) int {
-	n := 0
+	n := s.claims[id][dayIndex(s.Now)]
 	if sc := s.Schedules[id]; sc != nil && sc.Day == Day(s.Now) {
-		n = sc.Consumed
-	}
-	for _, o := range s.Open {
-		if o.ScheduleID == id && o.Status == OpenClaimed && o.Tier >= 1 && Day(o.ClaimedAt) == Day(s.Now) {
-			n++
-		}
+		n += sc.Consumed
 	}
 	return n
+}
+
+// putOpen and delOpen change Open and keep the claim counts in step.
+func (s *State) putOpen(key string, o *Open) {
+	s.delOpen(key)
+	s.Open[key] = o
+	s.countClaim(o, 1)
+}
+
+func (s *State) delOpen(key string) {
+	if o := s.Open[key]; o != nil {
+		s.countClaim(o, -1)
+		delete(s.Open, key)
+	}
+}
+
+// countClaim tracks open tier-1+ claims per schedule and day, so budget
+// checks need not scan every open slot.
+func (s *State) countClaim(o *Open, d int) {
+	if o.Status != OpenClaimed || o.Tier < 1 {
+		return
+	}
+	if s.claims == nil {
+		s.claims = map[string]map[int64]int{}
+	}
+	m := s.claims[o.ScheduleID]
+	if m == nil {
+		m = map[int64]int{}
+		s.claims[o.ScheduleID] = m
+	}
+	m[dayIndex(o.ClaimedAt)] += d
 }
 
 // RunsSince counts an actor's run starts after t.
@@ -246,21 +294,21 @@ func (s *State) Apply(e *ledger.Event) {
 	}
 	switch e.Event {
 	case ledger.RunClaimed:
-		s.Open[e.IdempotencyKey] = &Open{
+		s.putOpen(e.IdempotencyKey, &Open{
 			ScheduleID: e.ScheduleID, Slot: e.Slot, Mode: e.Mode, Status: OpenClaimed, Attempt: max(e.Attempt, 1),
 			ClaimedAt: e.TS, Deadline: e.ExpiresAt, Runner: e.Runner, TraceID: e.TraceID, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier,
-		}
+		})
 		if e.Actor != "" && e.TS.After(s.Now.Add(-RateWindow)) {
 			s.ActorRuns[e.Actor] = append(s.ActorRuns[e.Actor], e.TS)
 		}
 	case ledger.RunCompleted, ledger.RunFailed:
-		delete(s.Open, e.IdempotencyKey)
+		s.delOpen(e.IdempotencyKey)
 		sc := s.schedule(e.ScheduleID)
 		sc.LastRunAt = e.TS
 		if e.Event == ledger.RunCompleted {
 			sc.LastStatus = "completed"
 			if e.Tier >= 1 {
-				if d := Day(e.TS); sc.Day != d {
+				if d := s.day(e.TS); sc.Day != d {
 					sc.Day, sc.Consumed = d, 0
 				}
 				sc.Consumed++
@@ -273,12 +321,12 @@ func (s *State) Apply(e *ledger.Event) {
 		}
 		s.addSpend(e)
 	case ledger.RunRetryScheduled:
-		s.Open[e.IdempotencyKey] = &Open{
+		s.putOpen(e.IdempotencyKey, &Open{
 			ScheduleID: e.ScheduleID, Slot: e.Slot, Mode: e.Mode, Status: OpenRetry, Attempt: max(e.Attempt, 1),
 			RetryAt: e.RetryAt, TraceID: e.TraceID, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier, Error: e.Error,
-		}
+		})
 	case ledger.RunDeadLettered:
-		delete(s.Open, e.IdempotencyKey)
+		s.delOpen(e.IdempotencyKey)
 		s.DeadLetters[e.IdempotencyKey] = &DeadLetter{
 			Key: e.IdempotencyKey, ScheduleID: e.ScheduleID, Slot: e.Slot, Mode: e.Mode, Attempts: e.Attempt, Error: e.Error,
 			At: e.TS, TraceID: e.TraceID,
@@ -286,10 +334,10 @@ func (s *State) Apply(e *ledger.Event) {
 	case ledger.DeadLetterReleased:
 		if d := s.DeadLetters[e.IdempotencyKey]; d != nil {
 			delete(s.DeadLetters, e.IdempotencyKey)
-			s.Open[e.IdempotencyKey] = &Open{
+			s.putOpen(e.IdempotencyKey, &Open{
 				ScheduleID: d.ScheduleID, Slot: d.Slot, Mode: d.Mode, Status: OpenRetry, RetryAt: e.TS,
 				TraceID: d.TraceID, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier,
-			}
+			})
 		}
 	case ledger.RunSkipped:
 		if e.ScheduleID != "" {
@@ -297,7 +345,7 @@ func (s *State) Apply(e *ledger.Event) {
 		}
 		// A skip ends whatever was open for the key (a lost claim, a retry
 		// that is no longer allowed).
-		delete(s.Open, e.IdempotencyKey)
+		s.delOpen(e.IdempotencyKey)
 	case ledger.ApprovalRequested:
 		s.Approvals[e.ScheduleID] = &Approval{
 			Key: e.IdempotencyKey, Slot: e.Slot, Status: "pending", PR: e.PR, PayloadHash: e.PayloadHash,
@@ -353,12 +401,12 @@ func (s *State) Apply(e *ledger.Event) {
 }
 
 func (s *State) addSpend(e *ledger.Event) {
-	if e.Usage.IsZero() || Month(e.TS) != Month(s.Now) {
+	if e.Usage.IsZero() || !sameMonth(e.TS, s.Now) {
 		return
 	}
 	s.Spend.MonthUSD += e.Usage.CostUSD
 	s.Spend.MonthTokens += e.Usage.Tokens
-	if Day(e.TS) == Day(s.Now) {
+	if dayIndex(e.TS) == dayIndex(s.Now) {
 		s.Spend.DayUSD += e.Usage.CostUSD
 		s.Spend.DayTokens += e.Usage.Tokens
 	}
@@ -410,7 +458,10 @@ func (s *State) restore(detail []byte) {
 	}
 	s.snapshot = emptySnapshot()
 	maps.Copy(s.Schedules, snap.Schedules)
-	maps.Copy(s.Open, snap.Open)
+	s.claims = nil
+	for k, o := range snap.Open {
+		s.putOpen(k, o)
+	}
 	maps.Copy(s.Done, snap.Done)
 	maps.Copy(s.DeadLetters, snap.DeadLetters)
 	maps.Copy(s.Approvals, snap.Approvals)
