@@ -1,0 +1,125 @@
+package gate
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/state"
+)
+
+var now = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+
+func policies() *model.Policies {
+	return &model.Policies{
+		Tools: map[string]*model.Tool{
+			"read":   {Name: "read", Kind: model.KindExec, Tier: model.TierReadOnly, Capabilities: []string{"notion.pages.read"}},
+			"write":  {Name: "write", Kind: model.KindExec, Tier: model.TierLocalWrite, Capabilities: []string{"local.write"}},
+			"send":   {Name: "send", Kind: model.KindExec, Tier: model.TierLocalWrite, Capabilities: []string{"outlook.send"}, RequiresApproval: true},
+			"risky":  {Name: "risky", Kind: model.KindExec, Tier: model.TierReadOnly, RiskLevel: model.RiskHigh},
+			"deploy": {Name: "deploy", Kind: model.KindExec, Tier: model.TierExternal, Capabilities: []string{"vercel.deploy"}},
+		},
+		TaskPolicies: []*model.TaskPolicy{
+			{TaskType: "write", AutoExecute: false, MaxRiskLevel: model.RiskHigh, ApproverRole: "founder"},
+			{TaskType: "write", Tenant: "demo", AutoExecute: true, MaxRiskLevel: model.RiskHigh},
+			{TaskType: "risky", AutoExecute: true, MaxRiskLevel: model.RiskMedium},
+		},
+		Actors: []*model.Actor{
+			{Pattern: "admin", Scopes: []string{"*"}, Autonomy: model.L3ExecuteSilent, RateLimit: model.RateLimit{PerMinute: 300}},
+			{Pattern: "n8n_workflow_*", Scopes: []string{"notion.*", "local.write", "outlook.send"}, Autonomy: model.L2ExecuteNotify, RateLimit: model.RateLimit{PerMinute: 2, PerHour: 3}},
+			{Pattern: "user_*", Scopes: []string{"notion.read"}, Autonomy: model.L1Draft},
+		},
+	}
+}
+
+func sched(tool, actor string, mut ...func(*model.Schedule)) *model.Schedule {
+	s := &model.Schedule{ID: "s", Name: "s", TargetTool: tool, Actor: actor, PerDayBudget: 4, Autonomy: model.L3ExecuteSilent}
+	s.SafetyTier = policies().Tools[tool].Tier
+	for _, m := range mut {
+		m(s)
+	}
+	return s
+}
+
+func TestCheck(t *testing.T) {
+	cases := []struct {
+		name   string
+		s      *model.Schedule
+		st     func(*state.State)
+		action Action
+		reason string
+		detail string
+	}{
+		{"tier 0 runs", sched("read", "admin"), nil, Run, "", ""},
+		{"scope by prefix wildcard", sched("read", "n8n_workflow_7"), nil, Run, "", ""},
+		{"scope denied, fail closed", sched("write", "user_bob"), nil, Skip, ledger.ReasonScopeDenied, "lacks scope for local.write"},
+		{"user_* lacks notion.pages.read: notion.read is not a prefix", sched("read", "user_bob"), nil, Skip, ledger.ReasonScopeDenied, "notion.pages.read"},
+		{"unknown actor fails closed", sched("read", "robot"), nil, Skip, ledger.ReasonScopeDenied, "not defined"},
+		{"tier 2 needs approval", sched("deploy", "admin"), nil, NeedApproval, ledger.ReasonApprovalPending, "safety tier 2"},
+		{"global policy auto_execute false", sched("write", "admin"), nil, NeedApproval, ledger.ReasonApprovalPending, "task policy for write (global)"},
+		{"tenant override beats global", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), nil, Run, "", ""},
+		{"other tenant falls back to global", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "acme" }), nil, NeedApproval, "", "(global)"},
+		{"tool requires approval", sched("send", "admin"), nil, NeedApproval, "", "tool send requires approval"},
+		{"risk above the policy's max", sched("risky", "admin"), nil, NeedApproval, "", "risk high is above"},
+		{"L1 draft needs approval", sched("read", "admin", func(s *model.Schedule) { s.Autonomy = model.L1Draft }), nil, NeedApproval, "", "autonomy L1_Draft"},
+		{"L0 ask needs approval", sched("read", "admin", func(s *model.Schedule) { s.Autonomy = model.L0Ask }), nil, NeedApproval, "", "autonomy L0_Ask"},
+		{"per-day budget used", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo"; s.PerDayBudget = 2 }), func(st *state.State) {
+			for i := range 2 {
+				e := &ledger.Event{Event: ledger.RunCompleted, ScheduleID: "s", TS: now.Add(-time.Duration(i) * time.Hour), Tier: 1, Mode: ledger.ModeScheduled}
+				st.Apply(e)
+			}
+		}, Skip, ledger.ReasonBudget, "2 of 2"},
+		{"tier 0 ignores budgets and the pause", sched("read", "admin", func(s *model.Schedule) { s.PerDayBudget = 1 }), func(st *state.State) {
+			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "s", TS: now, Tier: 0})
+			st.Pause = &state.Pause{Period: "day", Mode: model.PauseAll}
+		}, Run, "", ""},
+		{"pause-all stops tier 1", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), func(st *state.State) {
+			st.Pause = &state.Pause{Period: "day", Mode: model.PauseAll}
+		}, Skip, ledger.ReasonPaused, "pause-all"},
+		{"pause-non-critical lets critical run", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo"; s.Critical = true }), func(st *state.State) {
+			st.Pause = &state.Pause{Period: "day", Mode: model.PauseNonCritical}
+		}, Run, "", ""},
+		{"rate limit per minute", sched("read", "n8n_workflow_7"), func(st *state.State) {
+			for i := range 2 {
+				st.Apply(&ledger.Event{Event: ledger.RunClaimed, ScheduleID: "x", IdempotencyKey: "k" + string(rune('a'+i)), Actor: "n8n_workflow_7", TS: now.Add(-10 * time.Second)})
+			}
+		}, Skip, ledger.ReasonRateLimited, "in the last minute (limit 2)"},
+		{"rate limit per hour", sched("read", "n8n_workflow_7"), func(st *state.State) {
+			for i := range 3 {
+				st.Apply(&ledger.Event{Event: ledger.RunClaimed, ScheduleID: "x", IdempotencyKey: "k" + string(rune('a'+i)), Actor: "n8n_workflow_7", TS: now.Add(-30 * time.Minute)})
+			}
+		}, Skip, ledger.ReasonRateLimited, "in the last hour (limit 3)"},
+		{"quarantined after a dead letter", sched("read", "admin", func(s *model.Schedule) { s.Quarantine = true }), func(st *state.State) {
+			st.Apply(&ledger.Event{Event: ledger.RunDeadLettered, ScheduleID: "s", IdempotencyKey: "s@x", TS: now})
+		}, Skip, ledger.ReasonDeadLetter, "quarantined"},
+		{"scope is checked before approval", sched("deploy", "user_x"), nil, Skip, ledger.ReasonScopeDenied, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := state.New(now)
+			if c.st != nil {
+				c.st(st)
+			}
+			d := Check(Input{Schedule: c.s, Policies: policies(), State: st, Now: now})
+			if d.Action != c.action || (c.reason != "" && d.Reason != c.reason) || !strings.Contains(d.Detail, c.detail) {
+				t.Fatalf("got %v %q %q, want %v %q containing %q", d.Action, d.Reason, d.Detail, c.action, c.reason, c.detail)
+			}
+		})
+	}
+}
+
+// TestStrictestWins: every rule that asks for an approval is listed.
+func TestStrictestWins(t *testing.T) {
+	p := policies()
+	s := sched("send", "admin", func(s *model.Schedule) { s.SafetyTier = model.TierExternal; s.Autonomy = model.L0Ask })
+	got := ApprovalReasons(s, p.Tools["send"], p)
+	if len(got) != 3 {
+		t.Fatalf("reasons %v", got)
+	}
+	d := Check(Input{Schedule: sched("write", "admin"), Policies: p, State: state.New(now), Now: now})
+	if d.ApproverRole != "founder" {
+		t.Fatalf("approver role %q", d.ApproverRole)
+	}
+}

@@ -1,0 +1,117 @@
+package plan
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/astra-gitops/astra/internal/cron"
+	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/state"
+)
+
+var t0 = time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)
+
+func hourly(id string, mut ...func(*model.Schedule)) *model.Schedule {
+	spec, _ := cron.Parse("0 * * * *", time.UTC)
+	s := &model.Schedule{ID: id, Name: id, Enabled: true, Priority: 5, Spec: spec,
+		Catchup: model.Catchup{Policy: model.CatchupLatest, Window: model.Duration(24 * time.Hour), Max: 10}}
+	for _, m := range mut {
+		m(s)
+	}
+	return s
+}
+
+func created(st *state.State, id string, at time.Time) {
+	st.Apply(&ledger.Event{Event: ledger.ScheduleCreated, ScheduleID: id, TS: at})
+}
+
+func kinds(cs []Candidate) string {
+	out := ""
+	for _, c := range cs {
+		out += fmt.Sprintf("%s:%s:%s ", c.Schedule.ID, c.Kind, c.Slot.Format("15:04"))
+	}
+	return out
+}
+
+func TestDue(t *testing.T) {
+	now := t0.Add(3*time.Hour + 30*time.Second)
+	cases := []struct {
+		name  string
+		sched []*model.Schedule
+		setup func(*state.State)
+		want  string
+	}{
+		{"first sight: nothing before it is due", []*model.Schedule{hourly("a")}, nil, ""},
+		{"run_immediately on first sight", []*model.Schedule{hourly("a", func(s *model.Schedule) { s.RunImmediately = true })}, nil, "a:slot:03:00 "},
+		{"latest slot after creation", []*model.Schedule{hourly("a")}, func(st *state.State) { created(st, "a", t0) }, "a:slot:03:00 "},
+		{"disabled is never due", []*model.Schedule{hourly("a", func(s *model.Schedule) { s.Enabled = false })}, func(st *state.State) { created(st, "a", t0) }, ""},
+		{"priority first, then slot", []*model.Schedule{hourly("low", func(s *model.Schedule) { s.Priority = 1 }), hourly("high", func(s *model.Schedule) { s.Priority = 9 })},
+			func(st *state.State) { created(st, "low", t0); created(st, "high", t0) }, "high:slot:03:00 low:slot:03:00 "},
+		{"a retry whose backoff passed", []*model.Schedule{hourly("a")}, func(st *state.State) {
+			created(st, "a", t0)
+			st.Apply(&ledger.Event{Event: ledger.RunRetryScheduled, ScheduleID: "a", Slot: t0.Add(3 * time.Hour), IdempotencyKey: "a@2026-11-22T03:00:00Z",
+				Mode: ledger.ModeScheduled, Attempt: 2, RetryAt: now.Add(-time.Second)})
+		}, "a:retry:03:00 "},
+		{"a retry still backing off", []*model.Schedule{hourly("a")}, func(st *state.State) {
+			created(st, "a", t0)
+			st.Apply(&ledger.Event{Event: ledger.RunRetryScheduled, ScheduleID: "a", Slot: t0.Add(3 * time.Hour), IdempotencyKey: "a@2026-11-22T03:00:00Z",
+				Mode: ledger.ModeScheduled, Attempt: 2, RetryAt: now.Add(time.Minute)})
+		}, ""},
+		{"a live claim is left alone", []*model.Schedule{hourly("a")}, func(st *state.State) {
+			created(st, "a", t0)
+			st.Apply(&ledger.Event{Event: ledger.RunClaimed, ScheduleID: "a", Slot: t0.Add(3 * time.Hour), IdempotencyKey: "a@2026-11-22T03:00:00Z",
+				Mode: ledger.ModeScheduled, TS: now, ExpiresAt: now.Add(time.Minute)})
+		}, ""},
+		{"a claim past its deadline is lost", []*model.Schedule{hourly("a")}, func(st *state.State) {
+			created(st, "a", t0)
+			st.Apply(&ledger.Event{Event: ledger.RunClaimed, ScheduleID: "a", Slot: t0.Add(2 * time.Hour), IdempotencyKey: "a@2026-11-22T02:00:00Z",
+				Mode: ledger.ModeScheduled, TS: t0.Add(2 * time.Hour), ExpiresAt: t0.Add(2*time.Hour + 15*time.Minute), Attempt: 1})
+		}, "a:lost:02:00 a:slot:03:00 "},
+		{"an approved request", []*model.Schedule{hourly("a")}, func(st *state.State) {
+			created(st, "a", t0)
+			st.Apply(&ledger.Event{Event: ledger.ApprovalRequested, ScheduleID: "a", Slot: t0.Add(time.Hour), IdempotencyKey: "a@2026-11-22T01:00:00Z", Mode: ledger.ModeScheduled})
+			st.Apply(&ledger.Event{Event: ledger.ApprovalApproved, ScheduleID: "a", By: "octocat"})
+		}, "a:approved:01:00 a:slot:03:00 "},
+		{"too late for the window: missed", []*model.Schedule{hourly("a", func(s *model.Schedule) { s.Catchup.Window = model.Duration(10 * time.Second) })},
+			func(st *state.State) { created(st, "a", t0) }, "a:missed:03:00 "},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := state.New(now)
+			if c.setup != nil {
+				c.setup(st)
+			}
+			if got := kinds(Due(&model.Config{Schedules: c.sched}, st, now, Filter{})); got != c.want {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestFilterAndShards(t *testing.T) {
+	a := hourly("a", func(s *model.Schedule) { s.Type, s.Tenant = "climate", "zora" })
+	if !(Filter{ScheduleType: "climate", Tenant: "zora"}).Match(a) || (Filter{Tenant: "demo"}).Match(a) || (Filter{Only: []string{"b"}}).Match(a) {
+		t.Fatal("filters")
+	}
+	counts := map[int]int{}
+	for i := range 1000 {
+		id := fmt.Sprintf("sch_%04d", i)
+		k := ShardOf(id, 4)
+		if k != ShardOf(id, 4) || k < 1 || k > 4 {
+			t.Fatalf("shard of %s unstable or out of range: %d", id, k)
+		}
+		counts[k]++
+	}
+	for k := 1; k <= 4; k++ {
+		if counts[k] < 200 {
+			t.Fatalf("shards unbalanced: %v", counts)
+		}
+	}
+	for _, bad := range []string{"0/4", "5/4", "x", "1/0"} {
+		if _, _, err := ParseShard(bad); err == nil {
+			t.Errorf("ParseShard(%q) accepted", bad)
+		}
+	}
+}
