@@ -145,6 +145,7 @@ names an approver role, --by must be one of its logins.
 
 Commit the token file (or let run-due do it): the next run executes once.
 In CI, approve by merging the approval pull request instead.`,
+		ValidArgsFunction: a.completeSchedules,
 		Example: `  astra approvals approve production_deploy --by alice
   astra approve production_deploy --by alice --ttl 2h`,
 		Args: cobra.ExactArgs(1),
@@ -215,10 +216,11 @@ func approverRoleOf(cfg *model.Config, s *model.Schedule) string {
 func (a *app) rejectCmd() *cobra.Command {
 	var by, reason string
 	cmd := &cobra.Command{
-		Use:     "reject <schedule>",
-		Short:   "Reject the pending approval request of a schedule (recorded; the slot never runs)",
-		Example: `  astra approvals reject production_deploy --by alice --reason "freeze until Monday"`,
-		Args:    cobra.ExactArgs(1),
+		Use:               "reject <schedule>",
+		Short:             "Reject the pending approval request of a schedule (recorded; the slot never runs)",
+		ValidArgsFunction: a.completeSchedules,
+		Example:           `  astra approvals reject production_deploy --by alice --reason "freeze until Monday"`,
+		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := a.loadConfig()
 			if err != nil {

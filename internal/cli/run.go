@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/astra-gitops/astra/internal/config"
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/forge"
 	"github.com/astra-gitops/astra/internal/gitops"
@@ -264,6 +265,7 @@ applies: tier 2 and approval-bound tools need an approval, tier 1 counts
 against the per-day budget, scopes and rate limits apply. The ledger marks
 it scheduled_vs_manual: manual. The idempotency key defaults to one per
 schedule per minute; a key that completed is never run again.`,
+		ValidArgsFunction: a.completeSchedules,
 		Example: `  astra run morning_health_check
   astra run autonomous_coding --idempotency-key ticket-1234
   astra run production_deploy --dry-run`,
@@ -304,7 +306,7 @@ func (a *app) finishRun(rep *runner.Report, err error) error {
 				return perr
 			}
 		} else {
-			printReport(a.stdout, rep, a.verbose())
+			printReport(a.stdout, rep, a.verbose(), a.paint())
 		}
 		if a.inGitHubActions() {
 			writeAnnotations(a.stdout, rep)
@@ -332,8 +334,8 @@ func (a *app) finishRun(rep *runner.Report, err error) error {
 	return nil
 }
 
-// printReport writes the human report of a run.
-func printReport(w io.Writer, rep *runner.Report, verbose bool) {
+// printReport writes the human report of a run; paint colours an action.
+func printReport(w io.Writer, rep *runner.Report, verbose bool, paint func(action, text string) string) {
 	mode := ""
 	if rep.DryRun {
 		mode = " (dry run: nothing was written)"
@@ -350,7 +352,7 @@ func printReport(w io.Writer, rep *runner.Report, verbose bool) {
 		if !o.Slot.IsZero() {
 			slot = " @ " + o.Slot.UTC().Format("2006-01-02 15:04Z")
 		}
-		line := fmt.Sprintf("  %-17s %s%s  [%s, tier %d]", o.Action, o.Name, slot, o.Tool, o.Tier)
+		line := fmt.Sprintf("  %s %s%s  [%s, tier %d]", paint(o.Action, fmt.Sprintf("%-17s", o.Action)), o.Name, slot, o.Tool, o.Tier)
 		var why []string
 		switch {
 		case o.Reason != "" && o.Detail != "":
@@ -485,4 +487,43 @@ func appendFile(path, s string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// paint colours run actions when stdout is a terminal and NO_COLOR is not
+// set (https://no-color.org); otherwise it returns the text unchanged.
+func (a *app) paint() func(action, text string) string {
+	if a.getenv("NO_COLOR") != "" || a.json() || !isTerminal(a.stdout) {
+		return func(_, text string) string { return text }
+	}
+	return func(action, text string) string {
+		code := map[string]string{
+			runner.ActionRan: "32", runner.ActionFailed: "31", runner.ActionLost: "31", runner.ActionAwaitingApproval: "33",
+			runner.ActionDryRun: "36", runner.ActionWouldRun: "36",
+		}[action]
+		if code == "" {
+			code = "2" // skipped, missed: dim
+		}
+		return "\x1b[" + code + "m" + text + "\x1b[0m"
+	}
+}
+
+// completeSchedules completes schedule names and ids for commands taking one.
+func (a *app) completeSchedules(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	if err := a.loadSettings(cmd); err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	cfg, _, err := config.Load(a.repo())
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	var out []string
+	for _, s := range cfg.Schedules {
+		if strings.HasPrefix(s.Name, toComplete) {
+			out = append(out, s.Name+"\t"+s.Description)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }
