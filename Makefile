@@ -2,7 +2,7 @@
 GO ?= go
 PKGS = ./...
 
-.PHONY: all build test vet fmt-check schema bench fuzz clean
+.PHONY: all build test vet fmt-check schema bench fuzz screenshot clean
 
 all: build test
 
@@ -22,6 +22,10 @@ fmt-check:
 # Regenerate schema/*.json from the model types.
 schema:
 	$(GO) test ./internal/config -run TestSchemaFiles -update
+
+# docs/dashboard.png: the dashboard of a generated month, in headless Chromium.
+screenshot:
+	ASTRA_DASHBOARD_SCREENSHOT=$(CURDIR)/docs/dashboard.png $(GO) test -count=1 -run TestDashboardInBrowser ./internal/cli
 
 # Benchmarks on generated data of realistic size (see docs/benchmarks.md).
 bench:

@@ -131,6 +131,7 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.budgetCmd(),
 		a.deadLetterCmd(),
 		a.ledgerCmd(),
+		a.reportCmd(),
 		a.triggerCmd(),
 		a.rollbackCmd(),
 		a.memoryCmd(),

@@ -70,28 +70,18 @@ type DeadLetter struct {
 	At       time.Time `json:"at"`
 }
 
-// Collect reads the month of now from the ledger.
+// Collect reads the month of now from the ledger, in the same single pass
+// that rebuilds the state.
 func Collect(cfg *model.Config, store *ledger.Store, now time.Time, repository, serverURL string) (Data, error) {
 	now = now.UTC()
-	st, _, err := state.Replay(store, now)
-	if err != nil {
-		return Data{}, err
-	}
-	d := Data{Generated: now, Repository: repository, ServerURL: serverURL, Month: ledger.Month(now),
-		DayLimitUSD: cfg.Policies.Budget.DailyLimitUSD, MonthLimitUSD: cfg.Policies.Budget.MonthlyLimitUSD, MonthUSD: st.Spend.MonthUSD,
-		Schedules: []ScheduleStats{}, Pending: []Pending{}, DeadLetters: []DeadLetter{}}
-	if p := introspect.BudgetReport(cfg, st).Global.Paused; p != "" {
-		d.Paused = p
-	}
 	first := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	d := Data{Generated: now, Repository: repository, ServerURL: serverURL, Month: ledger.Month(now),
+		DayLimitUSD: cfg.Policies.Budget.DailyLimitUSD, MonthLimitUSD: cfg.Policies.Budget.MonthlyLimitUSD,
+		Schedules: []ScheduleStats{}, Pending: []Pending{}, DeadLetters: []DeadLetter{}}
 	for day := first; !day.After(now); day = day.AddDate(0, 0, 1) {
 		d.Spend = append(d.Spend, DaySpend{Day: day.Format(time.DateOnly)})
 	}
-	tasks, err := introspect.Tasks(store, now, introspect.Query{Status: "all", Since: first})
-	if err != nil {
-		return Data{}, err
-	}
-	stats := map[string]*ScheduleStats{}
+	stats := make(map[string]*ScheduleStats, len(cfg.Schedules))
 	for _, sc := range cfg.Schedules {
 		s := &ScheduleStats{ID: sc.ID, Name: sc.Name, Tier: int(sc.SafetyTier)}
 		if sc.Spec != nil && sc.Enabled {
@@ -99,28 +89,48 @@ func Collect(cfg *model.Config, store *ledger.Store, now time.Time, repository, 
 		}
 		stats[sc.ID] = s
 	}
-	for _, t := range tasks {
-		s := stats[t.ScheduleID]
-		if i := t.Started.Day() - 1; t.Status != "skipped" && i >= 0 && i < len(d.Spend) && t.Started.Month() == now.Month() {
-			d.Spend[i].USD += t.Usage.CostUSD
-			d.Spend[i].Tokens += t.Usage.Tokens
-			d.Spend[i].Runs++
+	st, _, err := state.ReplayEach(store, now, func(e *ledger.Event) {
+		if e.TS.Before(first) || e.TS.After(now) {
+			return
 		}
-		if s == nil {
-			continue
+		var status string
+		switch e.Event {
+		case ledger.RunCompleted:
+			status = "completed"
+		case ledger.RunFailed:
+			status = "failed"
+		case ledger.RunSkipped:
+			status = "skipped"
+		default:
+			return
 		}
-		switch t.Status {
+		if status != "skipped" {
+			day := &d.Spend[e.TS.Day()-1]
+			day.USD += e.Usage.CostUSD
+			day.Tokens += e.Usage.Tokens
+			day.Runs++
+		}
+		s := stats[e.ScheduleID]
+		if s == nil { // a schedule since deleted
+			return
+		}
+		switch status {
 		case "completed":
 			s.Runs++
 		case "failed":
 			s.Failures++
-		case "skipped":
+		default:
 			s.Skips++
 		}
-		if t.Started.After(s.LastRun) {
-			s.LastRun, s.LastStatus = t.Started, t.Status
+		if !e.TS.Before(s.LastRun) {
+			s.LastRun, s.LastStatus = e.TS, status
 		}
+	})
+	if err != nil {
+		return Data{}, err
 	}
+	d.MonthUSD = st.Spend.MonthUSD
+	d.Paused = introspect.BudgetReport(cfg, st).Global.Paused
 	for _, sc := range cfg.Schedules {
 		d.Schedules = append(d.Schedules, *stats[sc.ID])
 		if a := st.Approvals[sc.ID]; a != nil {
