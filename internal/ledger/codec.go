@@ -490,7 +490,6 @@ func (s *scanner) str(d *Decoder, intern bool) (string, error) {
 	return string(raw), nil
 }
 
-// number returns the bytes of a JSON number token, checking its grammar.
 // interned reads a low-cardinality string: the previous line's value when
 // it repeats, else the intern table's.
 func (s *scanner) interned(d *Decoder, last *string) (string, error) {
@@ -519,7 +518,9 @@ func plainRun(b []byte) bool {
 	return true
 }
 
-// strLast reads a string value, reusing *last when it is the same.
+// strLast reads a string value, reusing *last when it is the same. It
+// repeats str's first half on purpose: sharing it through a helper made
+// replay of a 1M-event month 6% slower.
 func (s *scanner) strLast(last *string) (string, error) {
 	if s.isNull() {
 		return "", nil
@@ -540,6 +541,7 @@ func (s *scanner) strLast(last *string) (string, error) {
 	return *last, nil
 }
 
+// number returns the bytes of a JSON number token, checking its grammar.
 func (s *scanner) number() ([]byte, bool, error) {
 	start := s.i
 	i := s.i
