@@ -44,9 +44,9 @@ func (a *app) approvalsListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, _, err := state.Replay(a.store(), a.now())
+			st, err := a.replay()
 			if err != nil {
-				return withCode(ExitUsage, err)
+				return err
 			}
 			type row struct {
 				ScheduleID string    `json:"schedule_id"`
@@ -169,9 +169,9 @@ In CI, approve by merging the approval pull request instead.`,
 					return usageErrorf("%s may not approve %s: task policy requires role %s (%s)", by, s.Name, role, strings.Join(allowed, ", "))
 				}
 			}
-			st, _, err := state.Replay(a.store(), a.now())
+			st, err := a.replay()
 			if err != nil {
-				return withCode(ExitUsage, err)
+				return err
 			}
 			d := s.ApprovalTTL.D()
 			if ttl != "" {
@@ -271,9 +271,9 @@ func (a *app) deadLetterCmd() *cobra.Command {
 		Short: "Show dead-lettered slots",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, _, err := state.Replay(a.store(), a.now())
+			st, err := a.replay()
 			if err != nil {
-				return withCode(ExitUsage, err)
+				return err
 			}
 			dls := make([]*state.DeadLetter, 0, len(st.DeadLetters))
 			for _, d := range st.DeadLetters {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/runner"
+	"github.com/astra-gitops/astra/internal/state"
 )
 
 func (a *app) ledgerCmd() *cobra.Command {
@@ -22,6 +23,16 @@ func (a *app) ledgerCmd() *cobra.Command {
 
 func (a *app) store() *ledger.Store {
 	return ledger.Open(a.repo(), a.v.GetInt64("ledger.segment_size"))
+}
+
+// replay is the state at --now, for read commands; a ledger that cannot
+// be read is a usage error (exit 2) that names the file and line.
+func (a *app) replay() (*state.State, error) {
+	st, _, err := state.Replay(a.store(), a.now())
+	if err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
+	return st, nil
 }
 
 func (a *app) ledgerVerifyCmd() *cobra.Command {

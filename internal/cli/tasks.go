@@ -11,7 +11,6 @@ import (
 	"github.com/astra-gitops/astra/internal/introspect"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/report"
-	"github.com/astra-gitops/astra/internal/state"
 )
 
 func (a *app) tasksCmd() *cobra.Command {
@@ -176,9 +175,9 @@ level reached and any pause.`,
 			if err != nil {
 				return err
 			}
-			st, _, err := state.Replay(a.store(), a.now())
+			st, err := a.replay()
 			if err != nil {
-				return withCode(ExitUsage, err)
+				return err
 			}
 			b := introspect.BudgetReport(cfg, st)
 			if a.json() {
