@@ -3,6 +3,7 @@ module github.com/astra-gitops/astra
 go 1.26.0
 
 require (
+	github.com/chromedp/chromedp v0.23.0 // tests only: drives headless Chromium for the dashboard test
 	github.com/go-git/go-git/v5 v5.19.3 // mandated: all git work (internal/gitops) and the fake GitHub's real repository
 	github.com/google/go-github/v60 v60.0.0 // mandated: GitHub REST client and its types (internal/forge)
 	github.com/klauspost/compress v1.20.3 // mandated: gzip ledger members, fast zlib for loose objects
@@ -13,8 +14,6 @@ require (
 	github.com/spf13/viper v1.21.0
 	gopkg.in/yaml.v3 v3.0.1
 )
-
-require github.com/chromedp/chromedp v0.23.0
 
 require (
 	dario.cat/mergo v1.0.0 // indirect
