@@ -131,11 +131,15 @@ func (a *app) memoryCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "memory",
 		Short: "List and purge agent memory (var/memory) by provenance",
+		Example: `  astra memory list
+  astra memory purge --task research`,
 	}
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "Show stored memory, newest first, with provenance and estimated tokens",
-		Args:  cobra.NoArgs,
+		Example: `  astra memory list
+  astra memory list --json | jq '.[] | select(.purged | not)'`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			es, err := memory.Read(a.repo(), a.now())
 			if err != nil {

@@ -24,6 +24,9 @@ func (a *app) approvalsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "approvals",
 		Short: "List, approve and reject approval requests",
+		Example: `  astra approvals list
+  astra approvals approve deploy_site --by octocat
+  astra approvals reject deploy_site --by octocat --reason "not this week"`,
 		Long: `Runs that need a human (tier 2, task policy auto_execute: false, tools with
 requires_approval, autonomy L0/L1) wait for an approval. In CI each request
 is a pull request: merge it to approve one run, close it to reject. Locally,
@@ -38,7 +41,9 @@ func (a *app) approvalsListCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "Show pending approval requests with pull request links and age",
-		Args:  cobra.NoArgs,
+		Example: `  astra approvals list
+  astra approvals list --json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.loadConfig()
 			if err != nil {
@@ -265,11 +270,15 @@ func (a *app) deadLetterCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dead-letter",
 		Short: "List and release slots that failed every attempt",
+		Example: `  astra dead-letter list
+  astra dead-letter retry nightly_sync`,
 	}
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "Show dead-lettered slots",
-		Args:  cobra.NoArgs,
+		Example: `  astra dead-letter list
+  astra dead-letter list --json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := a.replay()
 			if err != nil {
@@ -352,7 +361,9 @@ func (a *app) budgetResumeCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "resume",
 		Short: "Lift a global-budget pause for the rest of its period (recorded)",
-		Args:  cobra.NoArgs,
+		Example: `  astra budget            # see whether spend paused runs
+  astra budget resume`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.loadConfig()
 			if err != nil {

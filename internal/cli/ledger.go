@@ -16,6 +16,9 @@ func (a *app) ledgerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ledger",
 		Short: "Inspect, verify and repair the ledger in var/schedules",
+		Example: `  astra ledger verify
+  astra ledger cat | jq 'select(.event == "run.failed")'
+  astra ledger repair`,
 	}
 	cmd.AddCommand(a.ledgerVerifyCmd(), a.ledgerCatCmd(), a.ledgerRepairCmd())
 	return cmd
@@ -64,10 +67,7 @@ It names the first bad file:line and exits 1; a clean ledger exits 0.`,
 				if err != nil {
 					return err
 				}
-				name := ledger.Dir
-				if len(segs) > 0 {
-					name = filepath.ToSlash(filepath.Dir(segs[0].Path))
-				}
+				name := s.Dir()
 				st, err := ledger.Verify(a.repo(), segs)
 				res := result{Log: name, Files: st.Files, Events: st.Events, Last: st.Tail.Hash}
 				var ce *ledger.CorruptError
@@ -136,6 +136,8 @@ func (a *app) ledgerRepairCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "repair",
 		Short: "Cut a broken tail (a run killed while writing) off the ledger",
+		Example: `  astra ledger verify     # names the broken file:line and says whether repair applies
+  astra ledger repair`,
 		Long: `repair cuts the last gzip member of the last ledger file when it does not
 decompress, which is what a run killed while writing leaves behind. Complete
 lines of that member that still chain are kept, and a ledger.repaired event

@@ -154,7 +154,9 @@ func (a *app) versionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the astra version",
-		Args:  cobra.NoArgs,
+		Example: `  astra version
+  astra version --json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if a.json() {
 				return a.printJSON(map[string]string{"version": buildVersion()})

@@ -15,6 +15,8 @@ func (a *app) schedulesCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "schedules",
 		Short: "List schedules and their next run times",
+		Example: `  astra schedules list
+  astra schedules next --count 3`,
 	}
 	cmd.AddCommand(a.schedulesListCmd(), a.schedulesNextCmd())
 	return cmd

@@ -17,6 +17,9 @@ func (a *app) tasksCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tasks",
 		Short: "Query run history from the ledger (seed 000 introspection)",
+		Example: `  astra tasks list --status failed --since 24h
+  astra tasks last-failed
+  astra tasks by-trace 4bf92f3577b34da6a3ce929d0e0e4736`,
 	}
 	cmd.AddCommand(a.tasksListCmd(), a.tasksByTraceCmd(), a.tasksLastFailedCmd())
 	return cmd

@@ -78,6 +78,9 @@ func OpenApprovalLog(root string) *Store {
 // Root is the repository root the store reads.
 func (s *Store) Root() string { return s.root }
 
+// Dir is the store's directory, relative to the root, slash-separated.
+func (s *Store) Dir() string { return s.dir }
+
 var segmentName = regexp.MustCompile(`^(\d{4}-\d{2})(?:\.(\d{3,}))?\.ndjson\.gz$`)
 
 // Segments lists the ledger files in order: by month, then segment index.
