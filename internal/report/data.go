@@ -105,7 +105,7 @@ func Collect(cfg *model.Config, store *ledger.Store, now time.Time, repository, 
 			return
 		}
 		if status != "skipped" {
-			day := &d.Spend[e.TS.Day()-1]
+			day := &d.Spend[e.TS.UTC().Day()-1]
 			day.USD += e.Usage.CostUSD
 			day.Tokens += e.Usage.Tokens
 			day.Runs++
