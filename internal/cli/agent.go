@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -146,20 +145,10 @@ func (a *app) memoryCmd() *cobra.Command {
 				return err
 			}
 			slices.Reverse(es)
-			if a.json() {
-				return a.printJSON(nonNil(es))
-			}
-			if len(es) == 0 {
-				fmt.Fprintln(a.stdout, "no memory")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "AT\tRUN\tTOKENS\tPURGED\tTEXT")
-			for _, e := range es {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%v\t%s\n", e.At.Format(time.RFC3339), e.RunID, e.EstimatedTokens, e.Purged,
+			return printRows(a, es, "no memory", "AT\tRUN\tTOKENS\tPURGED\tTEXT", func(e memory.Entry) string {
+				return fmt.Sprintf("%s\t%s\t%d\t%v\t%s", e.At.Format(time.RFC3339), e.RunID, e.EstimatedTokens, e.Purged,
 					truncate(strings.ReplaceAll(e.Text, "\n", " / "), 80))
-			}
-			return tw.Flush()
+			})
 		},
 	}
 	var task string

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,6 +15,7 @@ import (
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
+	"github.com/astra-gitops/astra/internal/report"
 	"github.com/astra-gitops/astra/internal/runner"
 	"github.com/astra-gitops/astra/internal/state"
 )
@@ -82,29 +82,17 @@ func (a *app) approvalsListCmd() *cobra.Command {
 				if req != nil {
 					r.Slot, r.Status, r.PR, r.Requested, r.Expires = req.Slot, req.Status, req.PR, req.RequestedAt, req.ExpiresAt
 					r.Age = max(0, a.now().Sub(req.RequestedAt)).Round(time.Minute).String()
-					if repo := a.getenv("GITHUB_REPOSITORY"); repo != "" && req.PR != 0 {
-						r.URL = fmt.Sprintf("%s/%s/pull/%d", serverURL(a.getenv), repo, req.PR)
-					}
+					r.URL = report.PullURL(serverURL(a.getenv), a.getenv("GITHUB_REPOSITORY"), req.PR)
 				}
 				rows = append(rows, r)
 			}
-			if a.json() {
-				return a.printJSON(nonNil(rows))
-			}
-			if len(rows) == 0 {
-				fmt.Fprintln(a.stdout, "no pending approvals")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "SCHEDULE\tTIER\tSLOT\tSTATUS\tAGE\tEXPIRES\tPULL REQUEST\tWHY")
-			for _, r := range rows {
+			return printRows(a, rows, "no pending approvals", "SCHEDULE\tTIER\tSLOT\tSTATUS\tAGE\tEXPIRES\tPULL REQUEST\tWHY", func(r row) string {
 				pr := r.URL
 				if pr == "" && r.PR != 0 {
 					pr = fmt.Sprintf("#%d", r.PR)
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Tier, fmtTime(r.Slot), r.Status, r.Age, fmtTime(r.Expires), pr, r.Why)
-			}
-			return tw.Flush()
+				return fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s", r.Name, r.Tier, fmtTime(r.Slot), r.Status, r.Age, fmtTime(r.Expires), pr, r.Why)
+			})
 		},
 	}
 }
@@ -155,13 +143,9 @@ In CI, approve by merging the approval pull request instead.`,
   astra approve production_deploy --by alice --ttl 2h`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := a.loadConfig()
+			cfg, s, err := a.loadSchedule(args[0])
 			if err != nil {
 				return err
-			}
-			s := cfg.Schedule(args[0])
-			if s == nil {
-				return usageErrorf("no schedule with id or name %q (see `astra schedules list`)", args[0])
 			}
 			if by == "" {
 				by = whoami(a.getenv)
@@ -227,13 +211,9 @@ func (a *app) rejectCmd() *cobra.Command {
 		Example:           `  astra approvals reject production_deploy --by alice --reason "freeze until Monday"`,
 		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := a.loadConfig()
+			cfg, s, err := a.loadSchedule(args[0])
 			if err != nil {
 				return err
-			}
-			s := cfg.Schedule(args[0])
-			if s == nil {
-				return usageErrorf("no schedule with id or name %q (see `astra schedules list`)", args[0])
 			}
 			if by == "" {
 				by = whoami(a.getenv)
@@ -289,19 +269,9 @@ func (a *app) deadLetterCmd() *cobra.Command {
 				dls = append(dls, d)
 			}
 			sort.Slice(dls, func(i, j int) bool { return dls[i].At.Before(dls[j].At) })
-			if a.json() {
-				return a.printJSON(dls)
-			}
-			if len(dls) == 0 {
-				fmt.Fprintln(a.stdout, "no dead letters")
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "KEY\tATTEMPTS\tSINCE\tERROR")
-			for _, d := range dls {
-				fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", d.Key, d.Attempts, d.At.Format(time.RFC3339), truncate(d.Error, 100))
-			}
-			return tw.Flush()
+			return printRows(a, dls, "no dead letters", "KEY\tATTEMPTS\tSINCE\tERROR", func(d *state.DeadLetter) string {
+				return fmt.Sprintf("%s\t%d\t%s\t%s", d.Key, d.Attempts, d.At.Format(time.RFC3339), truncate(d.Error, 100))
+			})
 		},
 	}
 	retry := &cobra.Command{

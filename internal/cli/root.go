@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -254,6 +255,27 @@ func (a *app) clock() time.Time {
 }
 
 func (a *app) inGitHubActions() bool { return a.getenv("GITHUB_ACTIONS") == "true" }
+
+// printRows is how list commands print: JSON with --json (an empty list as
+// []), else none when there is nothing (if set), else a table under header
+// with row's line (or lines, or none when "") for each element.
+func printRows[T any](a *app, rows []T, none, header string, row func(T) string) error {
+	if a.json() {
+		return a.printJSON(nonNil(rows))
+	}
+	if len(rows) == 0 && none != "" {
+		fmt.Fprintln(a.stdout, none)
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		if line := row(r); line != "" {
+			fmt.Fprintln(tw, line)
+		}
+	}
+	return tw.Flush()
+}
 
 func (a *app) printJSON(v any) error {
 	enc := json.NewEncoder(a.stdout)

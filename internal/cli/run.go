@@ -271,13 +271,9 @@ schedule per minute; a key that completed is never run again.`,
   astra run production_deploy --dry-run`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := a.loadConfig()
+			cfg, s, err := a.loadSchedule(args[0])
 			if err != nil {
 				return err
-			}
-			s := cfg.Schedule(args[0])
-			if s == nil {
-				return usageErrorf("no schedule with id or name %q (see `astra schedules list`)", args[0])
 			}
 			if key != "" && len(key) > 256 {
 				return usageErrorf("--idempotency-key is longer than 256 characters")

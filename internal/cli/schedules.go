@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -80,15 +79,9 @@ func (a *app) schedulesListCmd() *cobra.Command {
 					Source: s.Meta.Pos.String(), ResultRoute: s.ResultRoute.Type,
 				})
 			}
-			if a.json() {
-				return a.printJSON(nonNil(rows))
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tTRIGGER\tTZ\tTOOL\tTIER\tAUTONOMY\tACTOR\tENABLED")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%v\n", r.ID, r.Name, r.Trigger, r.Timezone, r.Tool, r.Tier, r.Autonomy, r.Actor, r.Enabled)
-			}
-			return tw.Flush()
+			return printRows(a, rows, "", "ID\tNAME\tTRIGGER\tTZ\tTOOL\tTIER\tAUTONOMY\tACTOR\tENABLED", func(r scheduleJSON) string {
+				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%v", r.ID, r.Name, r.Trigger, r.Timezone, r.Tool, r.Tier, r.Autonomy, r.Actor, r.Enabled)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&tenant, "tenant-id", "", "only schedules of this tenant")
@@ -143,22 +136,19 @@ Times are shown in UTC and in the schedule's own time zone.`,
 				}
 				out = append(out, n)
 			}
-			if a.json() {
-				return a.printJSON(nonNil(out))
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tTRIGGER\tNEXT (UTC)\tLOCAL")
-			for _, n := range out {
+			// One line per fire time; the schedule is named on its first.
+			return printRows(a, out, "", "ID\tNAME\tTRIGGER\tNEXT (UTC)\tLOCAL", func(n nextJSON) string {
 				loc, _ := time.LoadLocation(n.Timezone)
+				lines := make([]string, len(n.Next))
 				for i, t := range n.Next {
 					id, name, trig := n.ID, n.Name, n.Trigger
 					if i > 0 {
 						id, name, trig = "", "", ""
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, name, trig, t.UTC().Format(time.RFC3339), t.In(loc).Format("Mon 2006-01-02 15:04 MST"))
+					lines[i] = fmt.Sprintf("%s\t%s\t%s\t%s\t%s", id, name, trig, t.UTC().Format(time.RFC3339), t.In(loc).Format("Mon 2006-01-02 15:04 MST"))
 				}
-			}
-			return tw.Flush()
+				return strings.Join(lines, "\n")
+			})
 		},
 	}
 	cmd.Flags().IntVar(&count, "count", 1, "how many fire times per schedule")
@@ -172,13 +162,31 @@ func selectSchedules(cfg *model.Config, refs []string) ([]*model.Schedule, error
 	}
 	var out []*model.Schedule
 	for _, r := range refs {
-		s := cfg.Schedule(r)
-		if s == nil {
-			return nil, usageErrorf("no schedule with id or name %q (see `astra schedules list`)", r)
+		s, err := findSchedule(cfg, r)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// findSchedule resolves a schedule id or name, or says where to look.
+func findSchedule(cfg *model.Config, ref string) (*model.Schedule, error) {
+	if s := cfg.Schedule(ref); s != nil {
+		return s, nil
+	}
+	return nil, usageErrorf("no schedule with id or name %q (see `astra schedules list`)", ref)
+}
+
+// loadSchedule loads the configuration and resolves ref in it.
+func (a *app) loadSchedule(ref string) (*model.Config, *model.Schedule, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	s, err := findSchedule(cfg, ref)
+	return cfg, s, err
 }
 
 // nonNil makes empty results print as [] rather than null.

@@ -100,16 +100,7 @@ func (a *app) tasksLastFailedCmd() *cobra.Command {
 }
 
 func (a *app) printTasks(ts []introspect.Task) error {
-	if a.json() {
-		return a.printJSON(nonNil(ts))
-	}
-	if len(ts) == 0 {
-		fmt.Fprintln(a.stdout, "no tasks")
-		return nil
-	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STARTED\tSTATUS\tRUN\tTOOL\tTIER\tUSAGE\tDETAIL")
-	for _, t := range ts {
+	return printRows(a, ts, "no tasks", "STARTED\tSTATUS\tRUN\tTOOL\tTIER\tUSAGE\tDETAIL", func(t introspect.Task) string {
 		detail := t.Reason
 		if t.Error != "" {
 			detail = strings.TrimSpace(detail + " " + t.Error)
@@ -121,9 +112,8 @@ func (a *app) printTasks(ts []introspect.Task) error {
 		if !t.Usage.IsZero() {
 			usage = fmt.Sprintf("%dtok $%.4f %dms", t.Usage.Tokens, t.Usage.CostUSD, t.Usage.WallClockMS)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", t.Started.Format(time.RFC3339), t.Status, t.RunID, t.Tool, t.Tier, usage, truncate(detail, 120))
-	}
-	return tw.Flush()
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s", t.Started.Format(time.RFC3339), t.Status, t.RunID, t.Tool, t.Tier, usage, truncate(detail, 120))
+	})
 }
 
 func truncate(s string, n int) string {
@@ -150,13 +140,9 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 
 // scheduleID resolves a schedule id or name from the configuration.
 func (a *app) scheduleID(ref string) (string, error) {
-	cfg, err := a.loadConfig()
+	_, s, err := a.loadSchedule(ref)
 	if err != nil {
 		return "", err
-	}
-	s := cfg.Schedule(ref)
-	if s == nil {
-		return "", usageErrorf("no schedule with id or name %q (see `astra schedules list`)", ref)
 	}
 	return s.ID, nil
 }

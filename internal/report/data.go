@@ -135,9 +135,7 @@ func Collect(cfg *model.Config, store *ledger.Store, now time.Time, repository, 
 		d.Schedules = append(d.Schedules, *stats[sc.ID])
 		if a := st.Approvals[sc.ID]; a != nil {
 			p := Pending{ScheduleID: sc.ID, Name: sc.Name, Slot: a.Slot, PR: a.PR, RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt}
-			if repository != "" && a.PR != 0 {
-				p.URL = serverURL + "/" + repository + "/pull/" + strconv.Itoa(a.PR)
-			}
+			p.URL = PullURL(serverURL, repository, a.PR)
 			d.Pending = append(d.Pending, p)
 		}
 	}
@@ -150,4 +148,13 @@ func Collect(cfg *model.Config, store *ledger.Store, now time.Time, repository, 
 	}
 	sort.Slice(d.DeadLetters, func(i, j int) bool { return d.DeadLetters[i].At.Before(d.DeadLetters[j].At) })
 	return d, nil
+}
+
+// PullURL links pull request pr of repository (owner/repo) on serverURL,
+// or is "" when either is unknown.
+func PullURL(serverURL, repository string, pr int) string {
+	if repository == "" || pr == 0 {
+		return ""
+	}
+	return serverURL + "/" + repository + "/pull/" + strconv.Itoa(pr)
 }
