@@ -275,7 +275,7 @@ schedule per minute; a key that completed is never run again.`,
 			if err != nil {
 				return err
 			}
-			if key != "" && len(key) > 256 {
+			if len(key) > 256 {
 				return usageErrorf("--idempotency-key is longer than 256 characters")
 			}
 			r, err := a.newRunner(cfg, f, plan.Filter{}, 1)
