@@ -4,20 +4,15 @@ import (
 	"fmt"
 	"os/user"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/astra-gitops/astra/internal/approval"
 	"github.com/astra-gitops/astra/internal/gate"
-	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/report"
-	"github.com/astra-gitops/astra/internal/runner"
-	"github.com/astra-gitops/astra/internal/state"
+	"github.com/spf13/cobra"
 )
 
 func (a *app) approvalsCmd() *cobra.Command {
@@ -222,154 +217,14 @@ func (a *app) rejectCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rep, err := r.Record(cmd.Context(), func(st *state.State) ([]*ledger.Event, error) {
-				req := st.Approvals[s.ID]
-				if req == nil {
-					return nil, usageErrorf("%s has no pending approval request", s.Name)
-				}
-				if err := approval.Remove(a.repo(), s.ID); err != nil {
-					return nil, err
-				}
-				return []*ledger.Event{{Event: ledger.ApprovalRejected, ScheduleID: s.ID, Slot: req.Slot, IdempotencyKey: req.Key,
-					Actor: s.Actor, Tenant: s.Tenant, Tool: s.TargetTool, Tier: int(s.SafetyTier), Status: "rejected", By: by,
-					PR: req.PR, Error: reason, TraceID: req.TraceID, Mode: req.Mode}}, nil
-			})
-			if err != nil {
-				return a.finishRecord(rep, err)
+			rep, err := r.Reject(cmd.Context(), s, by, reason)
+			if err == nil {
+				fmt.Fprintf(a.stdout, "rejected the request of %s; recorded in the ledger\n", s.Name)
 			}
-			fmt.Fprintf(a.stdout, "rejected the request of %s; recorded in the ledger\n", s.Name)
-			return a.finishRecord(rep, nil)
+			return a.finishRecord(rep, err)
 		},
 	}
 	cmd.Flags().StringVar(&by, "by", "", "who rejects (default $GITHUB_ACTOR or $USER)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded)")
 	return cmd
-}
-
-func (a *app) deadLetterCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "dead-letter",
-		Short: "List and release slots that failed every attempt",
-		Example: `  astra dead-letter list
-  astra dead-letter retry nightly_sync`,
-	}
-	list := &cobra.Command{
-		Use:   "list",
-		Short: "Show dead-lettered slots",
-		Example: `  astra dead-letter list
-  astra dead-letter list --json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.replay()
-			if err != nil {
-				return err
-			}
-			dls := make([]*state.DeadLetter, 0, len(st.DeadLetters))
-			for _, d := range st.DeadLetters {
-				dls = append(dls, d)
-			}
-			sort.Slice(dls, func(i, j int) bool { return dls[i].At.Before(dls[j].At) })
-			return printRows(a, dls, "no dead letters", "KEY\tATTEMPTS\tSINCE\tERROR", func(d *state.DeadLetter) string {
-				return fmt.Sprintf("%s\t%d\t%s\t%s", d.Key, d.Attempts, d.At.Format(time.RFC3339), truncate(d.Error, 100))
-			})
-		},
-	}
-	retry := &cobra.Command{
-		Use:   "retry <schedule|key|run>",
-		Short: "Release dead letters: they run again at the next run-due (recorded)",
-		Example: `  astra dead-letter retry autonomous_coding      # every dead letter of the schedule
-  astra dead-letter retry 'sch_a2ebb623@2026-11-22T08:00:00Z'`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
-			ref := strings.SplitN(args[0], "#", 2)[0] // a run id names its key
-			id := ""
-			if s := cfg.Schedule(ref); s != nil {
-				id = s.ID
-			}
-			r, err := a.newRunner(cfg, runFlags{}, plan.Filter{}, 1)
-			if err != nil {
-				return err
-			}
-			var released []string
-			rep, err := r.Record(cmd.Context(), func(st *state.State) ([]*ledger.Event, error) {
-				var evs []*ledger.Event
-				for key, d := range st.DeadLetters {
-					if key != ref && d.ScheduleID != id {
-						continue
-					}
-					s := cfg.Schedule(d.ScheduleID)
-					ev := &ledger.Event{Event: ledger.DeadLetterReleased, ScheduleID: d.ScheduleID, Slot: d.Slot, IdempotencyKey: key,
-						Status: "released", TraceID: d.TraceID, Mode: d.Mode, By: whoami(a.getenv)}
-					if s != nil {
-						ev.Actor, ev.Tenant, ev.Tool, ev.Tier = s.Actor, s.Tenant, s.TargetTool, int(s.SafetyTier)
-					}
-					evs = append(evs, ev)
-					released = append(released, key)
-				}
-				if len(evs) == 0 {
-					return nil, usageErrorf("no dead letter matches %q (see `astra dead-letter list`)", args[0])
-				}
-				sort.Slice(evs, func(i, j int) bool { return evs[i].IdempotencyKey < evs[j].IdempotencyKey })
-				return evs, nil
-			})
-			if err == nil {
-				sort.Strings(released)
-				fmt.Fprintf(a.stdout, "released %s; the next run-due retries them\n", strings.Join(released, ", "))
-			}
-			return a.finishRecord(rep, err)
-		},
-	}
-	cmd.AddCommand(list, retry)
-	return cmd
-}
-
-func (a *app) budgetResumeCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "resume",
-		Short: "Lift a global-budget pause for the rest of its period (recorded)",
-		Example: `  astra budget            # see whether spend paused runs
-  astra budget resume`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
-			r, err := a.newRunner(cfg, runFlags{}, plan.Filter{}, 1)
-			if err != nil {
-				return err
-			}
-			var period string
-			rep, err := r.Record(cmd.Context(), func(st *state.State) ([]*ledger.Event, error) {
-				if st.Pause == nil {
-					return nil, usageErrorf("the global budget is not paused")
-				}
-				period = st.Pause.Period
-				return []*ledger.Event{{Event: ledger.BudgetResumed, Status: "resumed", Period: period, By: whoami(a.getenv),
-					SpentUSD: st.Spend.DayUSD}}, nil
-			})
-			if err == nil {
-				fmt.Fprintf(a.stdout, "resumed: runs go ahead again for the rest of this %s; the limit stays\n", period)
-			}
-			return a.finishRecord(rep, err)
-		},
-	}
-}
-
-// finishRecord reports where a recorded decision went and maps errors.
-func (a *app) finishRecord(rep *runner.Report, err error) error {
-	if err != nil {
-		return a.finishRun(nil, err)
-	}
-	switch {
-	case rep.Pushed:
-		fmt.Fprintf(a.stdout, "ledger committed %s and pushed\n", short(rep.Commit))
-	case rep.Commit != "":
-		fmt.Fprintf(a.stdout, "ledger committed %s (not pushed)\n", short(rep.Commit))
-	}
-	return nil
 }

@@ -33,7 +33,7 @@ func (a *app) store() *ledger.Store {
 func (a *app) replay() (*state.State, error) {
 	st, _, err := state.Replay(a.store(), a.now())
 	if err != nil {
-		return nil, withCode(ExitUsage, err)
+		return nil, usageError(err)
 	}
 	return st, nil
 }
@@ -97,7 +97,7 @@ It names the first bad file:line and exits 1; a clean ledger exits 0.`,
 				}
 			}
 			if bad {
-				return withCode(ExitFailed, errSilent)
+				return reported{errFailed}
 			}
 			return nil
 		},
@@ -147,7 +147,7 @@ a crash, and needs a human (restore the file from git).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rep, err := runner.RepairLedger(a.store(), a.clock)
 			if err != nil {
-				return withCode(ExitUsage, err)
+				return err
 			}
 			if rep == nil {
 				fmt.Fprintln(a.stdout, "the ledger is intact; nothing to repair")

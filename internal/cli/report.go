@@ -28,7 +28,7 @@ GitHub Pages or open it from disk.`,
 			}
 			d, err := report.Collect(cfg, a.store(), a.now(), a.getenv("GITHUB_REPOSITORY"), serverURL(a.getenv))
 			if err != nil {
-				return withCode(ExitUsage, err)
+				return usageError(err)
 			}
 			if a.json() {
 				return a.printJSON(d)

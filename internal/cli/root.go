@@ -5,12 +5,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,42 +18,6 @@ import (
 
 	"github.com/astra-gitops/astra/internal/model"
 )
-
-// Exit codes (the brief's contract).
-const (
-	ExitOK        = 0
-	ExitFailed    = 1 // some task failed; recorded in the ledger
-	ExitUsage     = 2 // usage or configuration error; nothing ran
-	ExitInfra     = 3 // git or GitHub error after retries
-	exitInterrupt = 130
-)
-
-// version is set by -ldflags "-X github.com/astra-gitops/astra/internal/cli.version=v1.2.3".
-var version = ""
-
-// exitError carries an exit code up to Execute.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-func withCode(code int, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &exitError{code: code, err: err}
-}
-
-// usageErrorf is for bad input: exit 2, nothing ran.
-func usageErrorf(format string, args ...any) error {
-	return withCode(ExitUsage, fmt.Errorf(format, args...))
-}
-
-// silent marks an error already reported to the user (exit code only).
-var errSilent = errors.New("")
 
 // app is the state shared by commands of one invocation.
 type app struct {
@@ -76,21 +38,10 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return ExitOK
+	if err != nil {
+		printError(stderr, err)
 	}
-	code := ExitUsage // cobra's own errors are flag and argument mistakes
-	var ee *exitError
-	if errors.As(err, &ee) {
-		code = ee.code
-	}
-	if ctx.Err() != nil && code != ExitUsage {
-		code = exitInterrupt
-	}
-	if msg := err.Error(); msg != "" {
-		fmt.Fprintln(stderr, "astra: "+strings.ReplaceAll(msg, "\n", "\n  "))
-	}
-	return code
+	return exitCode(ctx, err)
 }
 
 func (a *app) rootCmd() *cobra.Command {
@@ -139,33 +90,6 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.initCmd(),
 	)
 	return root
-}
-
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
-
-func (a *app) versionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the astra version",
-		Example: `  astra version
-  astra version --json`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if a.json() {
-				return a.printJSON(map[string]string{"version": buildVersion()})
-			}
-			fmt.Fprintln(a.stdout, "astra", buildVersion())
-			return nil
-		},
-	}
 }
 
 // loadSettings layers flags over ASTRA_* env over .astra.yaml over defaults.

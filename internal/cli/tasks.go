@@ -1,16 +1,9 @@
 package cli
 
 import (
-	"fmt"
-	"strings"
-	"text/tabwriter"
-	"time"
-
-	"github.com/spf13/cobra"
-
 	"github.com/astra-gitops/astra/internal/introspect"
-	"github.com/astra-gitops/astra/internal/model"
-	"github.com/astra-gitops/astra/internal/report"
+	"github.com/astra-gitops/astra/internal/tools"
+	"github.com/spf13/cobra"
 )
 
 func (a *app) tasksCmd() *cobra.Command {
@@ -37,8 +30,8 @@ func (a *app) tasksListCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
-			if q.Since, err = parseSince(since, a.now()); err != nil {
-				return err
+			if q.Since, err = tools.Since(since, a.now()); err != nil {
+				return usageErrorf("--%v", err)
 			}
 			if schedule != "" {
 				if q.Schedule, err = a.scheduleID(schedule); err != nil {
@@ -99,45 +92,6 @@ func (a *app) tasksLastFailedCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) printTasks(ts []introspect.Task) error {
-	return printRows(a, ts, "no tasks", "STARTED\tSTATUS\tRUN\tTOOL\tTIER\tUSAGE\tDETAIL", func(t introspect.Task) string {
-		detail := t.Reason
-		if t.Error != "" {
-			detail = strings.TrimSpace(detail + " " + t.Error)
-		}
-		if a.verbose() && t.Output != "" {
-			detail += " | " + strings.ReplaceAll(strings.TrimSpace(t.Output), "\n", " / ")
-		}
-		usage := ""
-		if !t.Usage.IsZero() {
-			usage = fmt.Sprintf("%dtok $%.4f %dms", t.Usage.Tokens, t.Usage.CostUSD, t.Usage.WallClockMS)
-		}
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s", t.Started.Format(time.RFC3339), t.Status, t.RunID, t.Tool, t.Tier, usage, truncate(detail, 120))
-	})
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
-}
-
-// parseSince reads --since: a duration back from now (72h, 7d) or a time.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t.UTC(), nil
-	}
-	d, err := model.ParseDuration(s)
-	if err != nil {
-		return time.Time{}, usageErrorf("--since %q: use a duration such as 72h or 7d, or an RFC3339 time", s)
-	}
-	return now.Add(-d.D()), nil
-}
-
 // scheduleID resolves a schedule id or name from the configuration.
 func (a *app) scheduleID(ref string) (string, error) {
 	_, s, err := a.loadSchedule(ref)
@@ -145,56 +99,4 @@ func (a *app) scheduleID(ref string) (string, error) {
 		return "", err
 	}
 	return s.ID, nil
-}
-
-func (a *app) budgetCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "budget",
-		Short: "Show per-schedule run budgets and global spend against the limits",
-		Long: `budget shows, for today (UTC), each tier-1+ schedule's per-day run budget
-(seed 000: per_day, consumed, left, last_reset) and the global spend of the
-day and the month against the limits in policies (seed 002), with the alert
-level reached and any pause.`,
-		Example: `  astra budget
-  astra budget --json
-  astra budget resume    # lift a global-budget pause (recorded)`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
-			st, err := a.replay()
-			if err != nil {
-				return err
-			}
-			b := introspect.BudgetReport(cfg, st)
-			if a.json() {
-				return a.printJSON(b)
-			}
-			g := b.Global
-			fmt.Fprintf(a.stdout, "Global spend (%s UTC):\n", b.Day)
-			fmt.Fprintf(a.stdout, "  today  $%.2f of $%.2f  %s\n", g.DayUSD, g.DayLimitUSD, report.Bar(g.DayUSD, g.DayLimitUSD, 30))
-			fmt.Fprintf(a.stdout, "  month  $%.2f of $%.2f  %s\n", g.MonthUSD, g.MonthLimitUSD, report.Bar(g.MonthUSD, g.MonthLimitUSD, 30))
-			fmt.Fprintf(a.stdout, "  tokens %d today, %d this month; on limit: %s\n", g.DayTokens, g.MonthTokens, g.OnLimitReached)
-			if g.AlertLevel > 0 {
-				fmt.Fprintf(a.stdout, "  alert level reached: %.0f%%\n", g.AlertLevel*100)
-			}
-			if g.Paused != "" {
-				fmt.Fprintf(a.stdout, "  PAUSED: %s; `astra budget resume` lifts it\n", g.Paused)
-			}
-			fmt.Fprintln(a.stdout, "\nPer-day run budgets (tier 1 and 2):")
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "  SCHEDULE\tTIER\tPER DAY\tCONSUMED\tLEFT")
-			for _, s := range b.Schedules {
-				if s.PerDay == 0 {
-					continue
-				}
-				fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\n", s.Name, s.Tier, s.PerDay, s.Consumed, s.Left)
-			}
-			return tw.Flush()
-		},
-	}
-	cmd.AddCommand(a.budgetResumeCmd())
-	return cmd
 }

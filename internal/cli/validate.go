@@ -8,6 +8,7 @@ import (
 	"github.com/astra-gitops/astra/internal/config"
 	"github.com/astra-gitops/astra/internal/diag"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/runner"
 )
 
 func (a *app) validateCmd() *cobra.Command {
@@ -26,7 +27,7 @@ Exit status 2 when there is any error.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, diags, err := config.Load(a.repo())
 			if err != nil {
-				return withCode(ExitUsage, err)
+				return usageError(err)
 			}
 			if a.json() {
 				if err := a.printJSON(validateJSON(cfg, diags)); err != nil {
@@ -43,7 +44,7 @@ Exit status 2 when there is any error.`,
 				diags.WriteGitHub(a.stdout)
 			}
 			if diags.Errors() > 0 {
-				return withCode(ExitUsage, errSilent)
+				return reported{runner.ErrUsage}
 			}
 			return nil
 		},
@@ -83,7 +84,7 @@ func validateJSON(cfg *model.Config, diags diag.List) any {
 func (a *app) loadConfig() (*model.Config, error) {
 	cfg, diags, err := config.Load(a.repo())
 	if err != nil {
-		return nil, withCode(ExitUsage, err)
+		return nil, usageError(err)
 	}
 	if diags.Errors() > 0 {
 		for _, d := range diags {

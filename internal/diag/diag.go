@@ -133,7 +133,7 @@ func (l List) WriteGitHub(w io.Writer) {
 	for _, d := range l {
 		var props []string
 		if d.Pos.File != "" {
-			props = append(props, "file="+escapeProp(d.Pos.File))
+			props = append(props, "file="+EscapeProperty(d.Pos.File))
 		}
 		if d.Pos.Line > 0 {
 			props = append(props, fmt.Sprintf("line=%d", d.Pos.Line))
@@ -145,15 +145,18 @@ func (l List) WriteGitHub(w io.Writer) {
 		if d.Hint != "" {
 			msg += " (" + d.Hint + ")"
 		}
-		fmt.Fprintf(w, "::%s %s::%s\n", d.Severity, strings.Join(props, ","), escapeData(msg))
+		fmt.Fprintf(w, "::%s %s::%s\n", d.Severity, strings.Join(props, ","), EscapeData(msg))
 	}
 }
 
-// Escaping rules from the GitHub Actions toolkit (command.ts).
-func escapeData(s string) string {
+// EscapeData escapes a workflow command's message, and EscapeProperty a
+// property value (title=, file=), by the rules of the GitHub Actions
+// toolkit (command.ts): a comma or colon would end a property, a newline
+// the command.
+func EscapeData(s string) string {
 	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
 }
 
-func escapeProp(s string) string {
+func EscapeProperty(s string) string {
 	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
 }

@@ -16,7 +16,7 @@ import (
 // $GITHUB_STEP_SUMMARY): what ran, what was skipped and why, what waits
 // for approval, budget use against the limits, and the next runs.
 func Summary(w io.Writer, rep *runner.Report, cfg *model.Config, b introspect.Budget) {
-	title := "astra run-due"
+	title := "astra " + rep.Command
 	if rep.DryRun {
 		title += " (dry run)"
 	}
@@ -47,7 +47,7 @@ func Summary(w io.Writer, rep *runner.Report, cfg *model.Config, b introspect.Bu
 			if !o.Slot.IsZero() {
 				slot = o.Slot.UTC().Format("01-02 15:04")
 			}
-			fmt.Fprintf(w, "| %s %s | `%s` | %s | `%s` | %d | %s |\n", icon(o.Action), o.Action, o.Name, slot, o.Tool, o.Tier, cell(details))
+			fmt.Fprintf(w, "| %s %s | %s | %s | %s | %d | %s |\n", icon(o.Action), o.Action, code(o.Name), slot, code(o.Tool), o.Tier, cell(details))
 		}
 		w.Write([]byte("\n"))
 	} else {
@@ -73,7 +73,7 @@ func Summary(w io.Writer, rep *runner.Report, cfg *model.Config, b introspect.Bu
 	var limited []string
 	for _, s := range b.Schedules {
 		if s.PerDay > 0 && s.Consumed > 0 {
-			limited = append(limited, fmt.Sprintf("`%s` %d/%d", s.Name, s.Consumed, s.PerDay))
+			limited = append(limited, fmt.Sprintf("%s %d/%d", code(s.Name), s.Consumed, s.PerDay))
 		}
 	}
 	if len(limited) > 0 {
@@ -95,7 +95,7 @@ func Summary(w io.Writer, rep *runner.Report, cfg *model.Config, b introspect.Bu
 		fmt.Fprintln(w, "\n### Next runs")
 		fmt.Fprintln(w)
 		for _, n := range nexts[:min(len(nexts), 8)] {
-			fmt.Fprintf(w, "- `%s` at %s\n", n.name, n.at.UTC().Format("2006-01-02 15:04 UTC"))
+			fmt.Fprintf(w, "- %s at %s\n", code(n.name), n.at.UTC().Format("2006-01-02 15:04 UTC"))
 		}
 	}
 	if rep.Commit != "" {
@@ -133,4 +133,10 @@ func icon(action string) string {
 // cell keeps a value inside one Markdown table cell.
 func cell(s string) string {
 	return strings.NewReplacer("|", "\\|", "\n", " ", "\r", "").Replace(s)
+}
+
+// code shows a name as inline code inside a table cell: a backtick in the
+// name would end the code span, a pipe the cell.
+func code(s string) string {
+	return "`" + cell(strings.ReplaceAll(s, "`", "'")) + "`"
 }

@@ -36,9 +36,6 @@ const maxRounds = 12
 // errRaced means another runner pushed first.
 var errRaced = errors.New("another runner pushed first")
 
-// ErrInfra is a git or GitHub failure that outlasted the retries (exit 3).
-var ErrInfra = errors.New("infrastructure")
-
 // publish commits what the run recorded so far and pushes it. A rejected
 // push returns errRaced.
 func (s *session) publish(ctx context.Context, phase string) error {
@@ -55,7 +52,7 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	}
 	hash, changed, err := g.Commit(s.commitMessage(phase), dedupe(paths)...)
 	if err != nil {
-		return fmt.Errorf("%w: committing the ledger: %v", ErrInfra, err)
+		return infraf("committing the ledger: %w", err)
 	}
 	if changed {
 		s.report.Commit = hash
@@ -66,9 +63,9 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	}
 	if err := g.Push(ctx); err != nil {
 		if errors.Is(err, gitops.ErrRejected) {
-			return errRaced
+			return fmt.Errorf("%w: %w", errRaced, err)
 		}
-		return fmt.Errorf("%w: %v", ErrInfra, err)
+		return infraf("pushing the ledger: %w", err)
 	}
 	s.pushed = len(s.j.Recorded())
 	s.report.Pushed = true
@@ -79,10 +76,8 @@ func (s *session) publish(ctx context.Context, phase string) error {
 // waiting a little (with jitter) so racing runners spread out.
 func (s *session) resync(ctx context.Context) error {
 	wait := time.Duration(20+rand.IntN(200)) * time.Millisecond * time.Duration(min(1+s.report.Raced, 6))
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(wait):
+	if err := s.r.opts.Sleep(ctx, wait); err != nil {
+		return err
 	}
 	return s.r.pull(ctx)
 }
@@ -96,11 +91,11 @@ var LedgerPaths = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/" + ledge
 // the worktree.
 func (r *Runner) pull(ctx context.Context) error {
 	if err := r.git.Sync(ctx); err != nil && !errors.Is(err, gitops.ErrNoRemoteBranch) {
-		return fmt.Errorf("%w: fetching the remote ledger: %v", ErrInfra, err)
+		return infraf("fetching the remote ledger: %w", err)
 	}
 	for _, p := range LedgerPaths {
 		if err := r.git.Materialize(p); err != nil {
-			return fmt.Errorf("%w: %v", ErrInfra, err)
+			return infraf("writing %s from the remote ledger: %w", p, err)
 		}
 	}
 	return nil
@@ -121,7 +116,7 @@ func (s *session) finish(ctx context.Context) error {
 		}
 		s.report.Raced++
 		if round >= maxRounds {
-			return s.spill(ctx, fmt.Errorf("%w: the push was rejected %d times: other runners keep pushing first", ErrInfra, round+1))
+			return s.spill(ctx, infraf("the push was rejected %d times: other runners keep pushing first: %w", round+1, err))
 		}
 		pending := s.j.Recorded()[s.pushed:]
 		if err := s.resync(ctx); err != nil {
@@ -140,7 +135,7 @@ func (s *session) reapply(pending []*ledger.Event) error {
 	store := ledger.Open(s.r.opts.Root, s.r.opts.SegmentSize)
 	st, tail, err := state.Replay(store, s.now)
 	if err != nil {
-		return fmt.Errorf("%w: replaying the remote ledger: %v", ErrInfra, err)
+		return infraf("replaying the remote ledger: %w", err)
 	}
 	j := state.NewJournal(store, st, tail, s.r.opts.Clock, false)
 	var keep []*ledger.Event
@@ -191,7 +186,7 @@ func (s *session) spill(ctx context.Context, cause error) error {
 	err := s.r.git.PushSpill(ctx, name, map[string][]byte{"events.ndjson": buf.Bytes()},
 		fmt.Sprintf("astra: %d events a run could not push\n\n[skip ci]", len(pending)))
 	if err != nil {
-		return fmt.Errorf("%w; the events stay in the local commit only (spilling failed: %v)", cause, err)
+		return fmt.Errorf("%w; the events stay in the local commit only (spilling failed: %w)", cause, err)
 	}
 	s.report.Spilled = "astra/spill/" + name
 	s.deleteSpills(ctx) // their events are in the new spill

@@ -48,6 +48,7 @@ type Outcome struct {
 
 // Report is the result of a run.
 type Report struct {
+	Command   string           `json:"command"` // run-due, run, trigger, rollback, or the recorded decision
 	Now       time.Time        `json:"now"`
 	DryRun    bool             `json:"dry_run"`
 	Outcomes  []*Outcome       `json:"outcomes"`

@@ -50,7 +50,7 @@ func (t *task) event(kind ledger.Kind, status string) *ledger.Event {
 
 // RunDue is `astra run-due`: everything due now, under every gate.
 func (r *Runner) RunDue(ctx context.Context) (*Report, error) {
-	return r.run(ctx, func(s *session) ([]*task, error) {
+	return r.run(ctx, "run-due", func(s *session) ([]*task, error) {
 		return s.decideDue(ctx)
 	})
 }
@@ -58,7 +58,7 @@ func (r *Runner) RunDue(ctx context.Context) (*Report, error) {
 // Manual is `astra run <schedule>`: one run outside the schedule, through
 // every gate. key is the idempotency key (default: one per minute).
 func (r *Runner) Manual(ctx context.Context, sc *model.Schedule, key string) (*Report, error) {
-	return r.run(ctx, func(s *session) ([]*task, error) {
+	return r.run(ctx, "run", func(s *session) ([]*task, error) {
 		if key == "" {
 			key = sc.ID + "@manual:" + s.now.Truncate(time.Minute).Format(ledger.TimeLayout)
 		}
@@ -70,7 +70,12 @@ func (r *Runner) Manual(ctx context.Context, sc *model.Schedule, key string) (*R
 // run drives one run: decide, push the claims, execute, push the outcomes.
 // When another runner pushed first, the decisions are taken again on top of
 // its ledger (bounded).
-func (r *Runner) run(ctx context.Context, decide func(*session) ([]*task, error)) (*Report, error) {
+func (r *Runner) run(ctx context.Context, command string, decide func(*session) ([]*task, error)) (*Report, error) {
+	rep, err := r.rounds(ctx, command, decide)
+	return rep, kinded(err)
+}
+
+func (r *Runner) rounds(ctx context.Context, command string, decide func(*session) ([]*task, error)) (*Report, error) {
 	if r.git != nil && r.opts.StateBranch && !r.opts.DryRun && !r.opts.NoPush {
 		// The checkout is of the default branch: bring the state branch's
 		// ledger in first.
@@ -79,12 +84,12 @@ func (r *Runner) run(ctx context.Context, decide func(*session) ([]*task, error)
 		}
 	}
 	for round := 0; ; round++ {
-		s, err := r.open()
+		s, err := r.open(command)
 		if err != nil {
 			return nil, err
 		}
 		if err := s.mergeSpills(ctx); err != nil {
-			return nil, fmt.Errorf("%w: merging spilled events: %v", ErrInfra, err)
+			return nil, infraf("merging spilled events: %w", err)
 		}
 		if err := s.syncSchedules(); err != nil {
 			return nil, err
@@ -113,7 +118,7 @@ func (r *Runner) run(ctx context.Context, decide func(*session) ([]*task, error)
 					t.outcome.Detail = "claim not pushed: other runners kept pushing first; the next run takes it"
 				}
 				if errors.Is(err, errRaced) {
-					err = fmt.Errorf("%w: other runners pushed first %d times; nothing ran", ErrInfra, round+1)
+					err = infraf("other runners pushed first %d times; nothing ran: %w", round+1, err)
 				}
 				return s.report, err
 			}

@@ -61,6 +61,9 @@ type Options struct {
 	Redact      *redact.Redactor
 	// Notify comments on a GitHub issue, deduplicated by key (nil without GitHub).
 	Notify func(ctx context.Context, issue int, body, key string) error
+	// Sleep waits between rounds of a claim race; tests replace it so no
+	// test waits on the wall clock. Default: a timer that ctx cancels.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Runner runs schedules under the configuration.
@@ -90,11 +93,22 @@ func New(cfg *model.Config, opts Options, exec Executor, git Syncer, forge Forge
 	if opts.RunnerID == "" {
 		opts.RunnerID = "local"
 	}
+	if opts.Sleep == nil {
+		opts.Sleep = sleep
+	}
 	return &Runner{cfg: cfg, opts: opts, exec: exec, git: git, forge: forge}
 }
 
-// ErrLedger wraps ledger corruption that stops a run (exit 2).
-var ErrLedger = errors.New("ledger")
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // session is the state of one attempt at a run: a replayed ledger and the
 // journal recording into it.
@@ -112,10 +126,10 @@ type session struct {
 
 // open replays the ledger and starts a journal, repairing a broken tail
 // when asked to.
-func (r *Runner) open() (*session, error) {
+func (r *Runner) open(command string) (*session, error) {
 	now := r.opts.Clock().UTC()
 	store := ledger.Open(r.opts.Root, r.opts.SegmentSize)
-	s := &session{r: r, now: now, report: &Report{Now: now, DryRun: r.opts.DryRun}}
+	s := &session{r: r, now: now, report: &Report{Command: command, Now: now, DryRun: r.opts.DryRun}}
 	st, tail, err := state.Replay(store, now)
 	var ce *ledger.CorruptError
 	if errors.As(err, &ce) && r.opts.Repair && !r.opts.DryRun {
@@ -125,10 +139,10 @@ func (r *Runner) open() (*session, error) {
 		st, tail, err = state.Replay(store, now)
 	}
 	if errors.As(err, &ce) {
-		return nil, fmt.Errorf("%w: %v\n%s", ErrLedger, err, RepairHint(ce))
+		return nil, ledgerErr(err, RepairHint(ce))
 	}
 	if err != nil {
-		return nil, err
+		return nil, ledgerErr(err, "")
 	}
 	s.j = state.NewJournal(store, st, tail, r.opts.Clock, r.opts.DryRun)
 	return s, nil
@@ -140,26 +154,26 @@ func (r *Runner) open() (*session, error) {
 func RepairLedger(store *ledger.Store, clock func() time.Time) (*ledger.Repaired, error) {
 	segs, err := store.Segments()
 	if err != nil {
-		return nil, err
+		return nil, ledgerErr(err, "")
 	}
 	_, err = ledger.Verify(store.Root(), segs)
 	var ce *ledger.CorruptError
 	if !errors.As(err, &ce) {
-		return nil, err
+		return nil, kinded(err)
 	}
 	rep, err := store.Repair(segs, ce)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v\n%s", ErrLedger, err, RepairHint(ce))
+		return nil, ledgerErr(err, RepairHint(ce))
 	}
 	now := clock().UTC()
 	st, tail, err := state.Replay(store, now)
 	if err != nil {
-		return nil, fmt.Errorf("%w: still broken after repair: %v", ErrLedger, err)
+		return nil, ledgerErr(fmt.Errorf("still broken after repair: %w", err), "")
 	}
 	detail, _ := json.Marshal(rep)
 	j := state.NewJournal(store, st, tail, clock, false)
-	return rep, j.Record(&ledger.Event{Event: ledger.LedgerRepaired, Status: "ok", Detail: detail,
-		Error: fmt.Sprintf("cut %d bytes at offset %d of %s, kept %d complete lines", rep.Dropped, rep.Offset, rep.File, rep.Salvaged)})
+	return rep, kinded(j.Record(&ledger.Event{Event: ledger.LedgerRepaired, Status: "ok", Detail: detail,
+		Error: fmt.Sprintf("cut %d bytes at offset %d of %s, kept %d complete lines", rep.Dropped, rep.Offset, rep.File, rep.Salvaged)}))
 }
 
 // RepairHint tells the user what to do about a broken ledger.
@@ -237,23 +251,4 @@ func newTraceID() string {
 func traceParent(traceID, runID string) string {
 	sum := sha256.Sum256([]byte(runID))
 	return "00-" + traceID + "-" + hex.EncodeToString(sum[:8]) + "-01"
-}
-
-// Record appends events decided outside a run (a human's decision from the
-// CLI: an approval, a resume, a dead-letter release), then commits and
-// pushes them like a run does. build sees the replayed state to check the
-// request against.
-func (r *Runner) Record(ctx context.Context, build func(st *state.State) ([]*ledger.Event, error)) (*Report, error) {
-	s, err := r.open()
-	if err != nil {
-		return nil, err
-	}
-	evs, err := build(s.state())
-	if err != nil {
-		return nil, err
-	}
-	if err := s.j.Record(evs...); err != nil {
-		return nil, err
-	}
-	return s.report, s.finish(ctx)
 }

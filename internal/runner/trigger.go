@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -35,7 +34,7 @@ func (r *Runner) Trigger(ctx context.Context, event string, payload []byte, key 
 	if len(scheds) == 0 {
 		return nil, usagef("no enabled schedule has on_event: %s", event)
 	}
-	return r.run(ctx, func(s *session) ([]*task, error) {
+	return r.run(ctx, "trigger", func(s *session) ([]*task, error) {
 		var tasks []*task
 		for _, sc := range scheds {
 			t := s.newTask(plan.KindEvent, sc, s.now, sc.ID+"@event:"+event+":"+key, ledger.ModeEvent, 1, "")
@@ -50,21 +49,18 @@ func (r *Runner) Trigger(ctx context.Context, event string, payload []byte, key 
 	})
 }
 
-// UsageError is a request that makes no sense for this configuration
-// (exit 2): nothing ran.
-type UsageError struct{ Msg string }
-
-func (e *UsageError) Error() string { return e.Msg }
-
-func usagef(format string, args ...any) error { return &UsageError{Msg: fmt.Sprintf(format, args...)} }
-
 // Rollback is `astra rollback <run>` (seed 003 compensating actions): the
 // tool's rollback command runs for a completed run, through the same gates
 // (its tier is the schedule's, at least the tool's). The person running it
 // is the approval; the CLI checks them against the approver role. It
 // records rollback.completed or rollback.failed.
 func (r *Runner) Rollback(ctx context.Context, run, by string) (*Report, error) {
-	s, err := r.open()
+	rep, err := r.rollback(ctx, run, by)
+	return rep, kinded(err)
+}
+
+func (r *Runner) rollback(ctx context.Context, run, by string) (*Report, error) {
+	s, err := r.open("rollback")
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/astra-gitops/astra/internal/introspect"
+	"github.com/astra-gitops/astra/internal/report"
+	"github.com/astra-gitops/astra/internal/runner"
+	"github.com/astra-gitops/astra/internal/state"
+)
+
+// finishRun prints a run's report and maps its outcome to an exit code.
+func (a *app) finishRun(rep *runner.Report, err error) error {
+	if rep != nil {
+		if a.json() {
+			if perr := a.printJSON(rep); perr != nil {
+				return perr
+			}
+		} else {
+			report.Terminal(a.stdout, rep, a.verbose(), a.paint())
+		}
+		if a.inGitHubActions() {
+			report.Annotations(a.stdout, rep)
+			if werr := a.writeActionsFiles(rep); werr != nil {
+				fmt.Fprintf(a.stderr, "astra: writing the job summary: %v\n", werr)
+			}
+		}
+	}
+	if err == nil && rep != nil && rep.Failed() {
+		return reported{errFailed}
+	}
+	return err
+}
+
+// finishRecord reports where a recorded decision went and maps errors.
+func (a *app) finishRecord(rep *runner.Report, err error) error {
+	if err != nil {
+		return err
+	}
+	switch {
+	case rep.Pushed:
+		fmt.Fprintf(a.stdout, "ledger committed %s and pushed\n", report.Short(rep.Commit))
+	case rep.Commit != "":
+		fmt.Fprintf(a.stdout, "ledger committed %s (not pushed)\n", report.Short(rep.Commit))
+	}
+	return nil
+}
+
+// writeActionsFiles appends the job summary to $GITHUB_STEP_SUMMARY and the
+// run's counts to $GITHUB_OUTPUT (the composite action's outputs).
+func (a *app) writeActionsFiles(rep *runner.Report) error {
+	if p := a.getenv("GITHUB_OUTPUT"); p != "" {
+		out := fmt.Sprintf("ran=%d\nfailed=%d\nskipped=%d\nawaiting_approval=%d\n", rep.Count(runner.ActionRan),
+			rep.Count(runner.ActionFailed)+rep.Count(runner.ActionLost), rep.Count(runner.ActionSkipped)+rep.Count(runner.ActionMissed),
+			rep.Count(runner.ActionAwaitingApproval))
+		if err := appendFile(p, out); err != nil {
+			return err
+		}
+	}
+	p := a.getenv("GITHUB_STEP_SUMMARY")
+	if p == "" || a.cfg == nil {
+		return nil
+	}
+	st, _, err := state.Replay(a.store(), rep.Now)
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	report.Summary(&b, rep, a.cfg, introspect.BudgetReport(a.cfg, st))
+	return appendFile(p, b.String()+"\n")
+}
+
+func appendFile(path, s string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(s); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// paint colours run actions when stdout is a terminal and NO_COLOR is not
+// set (https://no-color.org); otherwise it returns the text unchanged.
+func (a *app) paint() report.Paint {
+	if a.getenv("NO_COLOR") != "" || a.json() || !isTerminal(a.stdout) {
+		return report.Plain
+	}
+	return report.ANSI
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func (a *app) printTasks(ts []introspect.Task) error {
+	return printRows(a, ts, "no tasks", "STARTED\tSTATUS\tRUN\tTOOL\tTIER\tUSAGE\tDETAIL", func(t introspect.Task) string {
+		detail := t.Reason
+		if t.Error != "" {
+			detail = strings.TrimSpace(detail + " " + t.Error)
+		}
+		if a.verbose() && t.Output != "" {
+			detail += " | " + strings.ReplaceAll(strings.TrimSpace(t.Output), "\n", " / ")
+		}
+		usage := ""
+		if !t.Usage.IsZero() {
+			usage = fmt.Sprintf("%dtok $%.4f %dms", t.Usage.Tokens, t.Usage.CostUSD, t.Usage.WallClockMS)
+		}
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s", t.Started.Format(time.RFC3339), t.Status, t.RunID, t.Tool, t.Tier, usage, truncate(detail, 120))
+	})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}

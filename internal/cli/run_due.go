@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"github.com/astra-gitops/astra/internal/plan"
+	"github.com/spf13/cobra"
+)
+
+func (a *app) runDueCmd() *cobra.Command {
+	var f runFlags
+	var filter plan.Filter
+	var limit int
+	var only []string
+	var shard string
+	cmd := &cobra.Command{
+		Use:   "run-due",
+		Short: "Run every schedule that is due, under every gate, and record it all",
+		Long: `run-due is what the cron workflow runs. It replays the ledger, finds the
+slots that became due since the last run (cron in each schedule's time zone,
+intervals, retries whose backoff passed, approved requests), gates each one
+(safety tier, task policy, actor scopes, autonomy, rate limits, per-day and
+global budgets, approvals) and records every decision in the ledger. Runs
+are claimed (and the claims pushed) before any tool starts, so concurrent
+runners never run a slot twice. Then it commits and pushes the ledger.
+
+With --dry-run nothing is written: tools that support dry runs run with
+ASTRA_DRY_RUN=1, the others are shown as the exact command they would run.
+
+Exit status: 0 fine, 1 some task failed (recorded), 2 configuration or
+ledger error (nothing ran), 3 git or GitHub error after retries.`,
+		Example: `  astra run-due --dry-run
+  astra run-due --now 2026-11-23T09:00:00Z --dry-run --json
+  astra run-due --only morning_health_check --no-push
+  astra run-due --schedule-type climate.weekly_plan_suggest --tenant-id zora --limit 5
+  astra run-due --shard 2/4        # this runner takes its share of the schedules`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if filter.Shard, filter.Of, err = plan.ParseShard(shard); err != nil {
+				return usageErrorf("%v", err)
+			}
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			for _, ref := range only {
+				s := cfg.Schedule(ref)
+				if s == nil {
+					return usageErrorf("--only %q: no such schedule (see `astra schedules list`)", ref)
+				}
+				filter.Only = append(filter.Only, s.ID)
+			}
+			if limit == 0 {
+				limit = a.v.GetInt("run.limit")
+			}
+			r, err := a.newRunner(cfg, f, filter, limit)
+			if err != nil {
+				return err
+			}
+			rep, err := r.RunDue(cmd.Context())
+			return a.finishRun(rep, err)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().IntVar(&limit, "limit", 0, "process at most N due candidates (default run.limit, 10); the rest wait for the next run")
+	cmd.Flags().StringVar(&filter.ScheduleType, "schedule-type", "", "only schedules of this type")
+	cmd.Flags().StringVar(&filter.Tenant, "tenant-id", "", "only schedules of this tenant")
+	cmd.Flags().StringSliceVar(&only, "only", nil, "only these schedules (ids or names, repeatable)")
+	cmd.Flags().StringVar(&shard, "shard", "", "K/N: take the schedules whose id hashes to shard K of N")
+	return cmd
+}

@@ -1,0 +1,36 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/astra-gitops/astra/internal/diag"
+	"github.com/astra-gitops/astra/internal/runner"
+)
+
+// Annotations marks failures, approvals waiting, L2 notices and budget
+// alerts in the GitHub Actions log (workflow commands).
+func Annotations(w io.Writer, rep *runner.Report) {
+	for _, o := range rep.Outcomes {
+		switch o.Action {
+		case runner.ActionFailed, runner.ActionLost:
+			Annotate(w, "error", "astra: "+o.Name+" failed", fmt.Sprintf("%s (%s) %s", o.Key, o.Reason, o.Detail))
+		case runner.ActionAwaitingApproval:
+			Annotate(w, "notice", "astra: "+o.Name+" awaits approval", strings.TrimSpace(o.PRURL+" "+o.Detail))
+		case runner.ActionRan:
+			if o.Notify { // L2 ExecuteNotify
+				Annotate(w, "notice", "astra: "+o.Name+" ran", o.Key+" "+strings.TrimSpace(o.Output))
+			}
+		}
+	}
+	for _, al := range rep.Alerts {
+		Annotate(w, "warning", "astra budget", al)
+	}
+}
+
+// Annotate writes one workflow command (::error title=...::message) with
+// its title and message escaped.
+func Annotate(w io.Writer, level, title, msg string) {
+	fmt.Fprintf(w, "::%s title=%s::%s\n", level, diag.EscapeProperty(title), diag.EscapeData(msg))
+}

@@ -1,0 +1,127 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/astra-gitops/astra/internal/runner"
+)
+
+// Paint colours an outcome's action word; Plain leaves it as is.
+type Paint func(action, text string) string
+
+// Plain is the Paint of a non-terminal (or NO_COLOR).
+func Plain(_, text string) string { return text }
+
+// ANSI colours actions for terminals.
+func ANSI(action, text string) string {
+	code := map[string]string{
+		runner.ActionRan: "32", runner.ActionFailed: "31", runner.ActionLost: "31", runner.ActionAwaitingApproval: "33",
+		runner.ActionDryRun: "36", runner.ActionWouldRun: "36",
+	}[action]
+	if code == "" {
+		code = "2" // skipped, missed: dim
+	}
+	return "\x1b[" + code + "m" + text + "\x1b[0m"
+}
+
+// Terminal writes the human report of a run: one line per outcome with
+// why, then the counts and where the ledger went.
+func Terminal(w io.Writer, rep *runner.Report, verbose bool, paint Paint) {
+	mode := ""
+	if rep.DryRun {
+		mode = " (dry run: nothing was written)"
+	}
+	fmt.Fprintf(w, "astra %s at %s%s\n", rep.Command, rep.Now.Format(time.RFC3339), mode)
+	if rep.Repaired != nil {
+		fmt.Fprintf(w, "  repaired the ledger: cut %d bytes of %s, kept %d lines\n", rep.Repaired.Dropped, rep.Repaired.File, rep.Repaired.Salvaged)
+	}
+	if len(rep.Outcomes) == 0 {
+		fmt.Fprintln(w, "  nothing is due")
+	}
+	for _, o := range rep.Outcomes {
+		slot := ""
+		if !o.Slot.IsZero() {
+			slot = " @ " + o.Slot.UTC().Format("2006-01-02 15:04Z")
+		}
+		line := fmt.Sprintf("  %s %s%s  [%s, tier %d]", paint(o.Action, fmt.Sprintf("%-17s", o.Action)), o.Name, slot, o.Tool, o.Tier)
+		if why := reasons(o); len(why) > 0 {
+			line += ": " + strings.Join(why, "; ")
+		}
+		fmt.Fprintln(w, line)
+		if o.WouldRun != "" {
+			fmt.Fprintf(w, "      would run: %s\n", o.WouldRun)
+		}
+		if (verbose || o.Action == runner.ActionDryRun) && strings.TrimSpace(o.Output) != "" {
+			for _, l := range strings.Split(strings.TrimRight(o.Output, "\n"), "\n") {
+				fmt.Fprintf(w, "      | %s\n", l)
+			}
+		}
+	}
+	if rep.OverLimit > 0 {
+		fmt.Fprintf(w, "  %d more due beyond --limit: the next run takes them\n", rep.OverLimit)
+	}
+	for _, al := range rep.Alerts {
+		fmt.Fprintf(w, "  budget: %s\n", al)
+	}
+	fmt.Fprintln(w, Counts(rep))
+	switch {
+	case rep.Pushed:
+		fmt.Fprintf(w, "ledger committed %s and pushed\n", Short(rep.Commit))
+	case rep.Commit != "":
+		fmt.Fprintf(w, "ledger committed %s (not pushed)\n", Short(rep.Commit))
+	}
+	for _, e := range rep.Errors {
+		fmt.Fprintf(w, "error: %s\n", e)
+	}
+}
+
+// reasons says why an outcome is what it is, in short clauses.
+func reasons(o *runner.Outcome) []string {
+	var why []string
+	switch {
+	case o.Reason != "" && o.Detail != "":
+		why = append(why, o.Reason+": "+o.Detail)
+	case o.Reason != "" || o.Detail != "":
+		why = append(why, o.Reason+o.Detail)
+	}
+	if o.PRURL != "" {
+		why = append(why, o.PRURL)
+	} else if o.PR != 0 {
+		why = append(why, fmt.Sprintf("PR #%d", o.PR))
+	}
+	if !o.RetryAt.IsZero() {
+		why = append(why, "retry at "+o.RetryAt.UTC().Format(time.RFC3339))
+	}
+	if o.DeadLettered {
+		why = append(why, "dead-lettered (astra dead-letter list)")
+	}
+	if o.Missed > 0 {
+		why = append(why, fmt.Sprintf("%d older missed slot(s) not run (catch-up policy)", o.Missed))
+	}
+	if o.Chain != "" {
+		why = append(why, "then "+o.Chain)
+	}
+	return why
+}
+
+// Counts is the one-line tally of a run.
+func Counts(rep *runner.Report) string {
+	s := fmt.Sprintf("%d ran, %d failed, %d skipped, %d awaiting approval",
+		rep.Count(runner.ActionRan), rep.Count(runner.ActionFailed)+rep.Count(runner.ActionLost),
+		rep.Count(runner.ActionSkipped)+rep.Count(runner.ActionMissed), rep.Count(runner.ActionAwaitingApproval))
+	if n := rep.Count(runner.ActionDryRun) + rep.Count(runner.ActionWouldRun); n > 0 {
+		s += fmt.Sprintf(", %d would run", n)
+	}
+	return s
+}
+
+// Short abbreviates a commit hash.
+func Short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
