@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/google/go-github/v60/github"
 
 	"github.com/astra-gitops/astra/internal/forge/githubtest"
+	"github.com/astra-gitops/astra/internal/gittest"
 )
 
 // ciRun is one cron run the way GitHub Actions does it: a fresh clone of
@@ -28,9 +28,7 @@ type ciRun struct {
 func (c *ciRun) run(now string, args ...string) (string, int) {
 	c.t.Helper()
 	dir := filepath.Join(c.t.TempDir(), "clone")
-	if out, err := exec.Command("git", "clone", "-q", "file://"+c.srv.RepoDir(), dir).CombinedOutput(); err != nil {
-		c.t.Fatalf("clone: %v\n%s", err, out)
-	}
+	gittest.Must(c.t, ".", "clone", "-q", "file://"+c.srv.RepoDir(), dir)
 	var stdout, stderr bytes.Buffer
 	getenv := func(k string) string {
 		if v, ok := c.env[k]; ok {

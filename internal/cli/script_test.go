@@ -19,6 +19,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/astra-gitops/astra/internal/executor"
+	"github.com/astra-gitops/astra/internal/gittest"
 )
 
 // TestMain lets testscript run astra as a real process: the test binary
@@ -116,14 +117,8 @@ func checkTree(ts *testscript.TestScript, neg bool, args []string) {
 
 // gitinit: make $WORK a git repository with everything committed.
 func gitInit(ts *testscript.TestScript, neg bool, args []string) {
-	for _, argv := range [][]string{
-		{"init", "-q", "-b", "main"},
-		{"-c", "user.name=t", "-c", "user.email=t@example.com", "add", "-A"},
-		{"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "init"},
-	} {
-		cmd := exec.Command("git", argv...)
-		cmd.Dir = ts.Getenv("WORK")
-		if out, err := cmd.CombinedOutput(); err != nil {
+	for _, argv := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-qm", "init"}} {
+		if out, err := gittest.Run(ts.Getenv("WORK"), argv...); err != nil {
 			ts.Fatalf("git %v: %v\n%s", argv, err, out)
 		}
 	}

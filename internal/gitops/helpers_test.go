@@ -1,7 +1,6 @@
 package gitops
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"net/http/cgi"
@@ -14,45 +13,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/gittest"
 	git "github.com/go-git/go-git/v5"
 )
 
 // Tests run real git (the CLI and go-git) against real repositories in
 // t.TempDir; nothing is mocked.
 
-// gitEnv isolates the git CLI from the machine's configuration.
-func gitEnv() []string {
-	return append(os.Environ(),
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_CONFIG_GLOBAL="+os.DevNull,
-		"GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=test@example.com",
-		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.com",
-		"GIT_TERMINAL_PROMPT=0",
-	)
-}
+func gitEnv() []string { return gittest.Env() }
 
-// gitCmd runs the git CLI in dir and returns its trimmed stdout.
 func gitCmd(t testing.TB, dir string, args ...string) string {
 	t.Helper()
-	out, err := gitRun(dir, args...)
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
+	return gittest.Must(t, dir, args...)
 }
 
-func gitRun(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = gitEnv()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if err != nil {
-		return strings.TrimSpace(stdout.String() + stderr.String()), err
-	}
-	return strings.TrimSpace(stdout.String()), nil
-}
+func gitRun(dir string, args ...string) (string, error) { return gittest.Run(dir, args...) }
 
 func writeFile(t testing.TB, dir, rel, content string) {
 	t.Helper()

@@ -73,13 +73,19 @@ func (s *session) publish(ctx context.Context, phase string) error {
 }
 
 // resync moves the checkout to the remote's ledger after a rejected push,
-// waiting a little (with jitter) so racing runners spread out.
+// waiting first so racing runners spread out: the wait doubles with each
+// race this run lost (from 50 ms, at most 3.2 s) and is drawn from
+// [d, 2d) so two runners that collided do not collide again.
 func (s *session) resync(ctx context.Context) error {
-	wait := time.Duration(20+rand.IntN(200)) * time.Millisecond * time.Duration(min(1+s.report.Raced, 6))
-	if err := s.r.opts.Sleep(ctx, wait); err != nil {
+	if err := s.r.opts.Sleep(ctx, raceBackoff(s.report.Raced)); err != nil {
 		return err
 	}
 	return s.r.pull(ctx)
+}
+
+func raceBackoff(raced int) time.Duration {
+	d := 50 * time.Millisecond << min(max(raced-1, 0), 6)
+	return d + rand.N(d)
 }
 
 // LedgerPaths are the files and directories astra appends to; after a sync

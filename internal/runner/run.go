@@ -83,11 +83,13 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 			return nil, err
 		}
 	}
+	raced := 0 // carried across rounds: each round opens a new session
 	for round := 0; ; round++ {
 		s, err := r.open(command)
 		if err != nil {
 			return nil, err
 		}
+		s.report.Raced = raced
 		if err := s.mergeSpills(ctx); err != nil {
 			return nil, infraf("merging spilled events: %w", err)
 		}
@@ -107,6 +109,7 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 			err := s.publish(ctx, "claim")
 			if errors.Is(err, errRaced) && round < maxRounds {
 				s.report.Raced++
+				raced = s.report.Raced
 				if err := s.resync(ctx); err != nil {
 					return s.report, err
 				}

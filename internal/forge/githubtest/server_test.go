@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-github/v60/github"
 
 	"github.com/astra-gitops/astra/internal/forge/githubtest"
+	"github.com/astra-gitops/astra/internal/gittest"
 )
 
 var ctx = context.Background()
@@ -288,13 +289,7 @@ func TestCloneAndPushWithGit(t *testing.T) {
 	work := t.TempDir()
 	run := func(args ...string) {
 		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = work
-		cmd.Env = append(cmd.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-			"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
+		gittest.Must(t, work, args...)
 	}
 	run("clone", "-q", "file://"+srv.RepoDir(), ".")
 	// Enough objects that receive-pack keeps a pack file instead of

@@ -1,0 +1,455 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/astra-gitops/astra/internal/config"
+	"github.com/astra-gitops/astra/internal/executor"
+	"github.com/astra-gitops/astra/internal/forge"
+	"github.com/astra-gitops/astra/internal/gitops"
+	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/model"
+)
+
+// The fakes below stand in for git, GitHub and the tools, in the manner of
+// goreleaser's client.Mock: small, in memory, with switches that make one
+// call fail. They are pinned to the interfaces the runner declares.
+var (
+	_ Syncer   = (*fakeGit)(nil)
+	_ Forge    = (*fakeForge)(nil)
+	_ Executor = (*fakeExec)(nil)
+)
+
+// fakeRemote is a branch on a remote: files at a version. A push must be
+// based on the current version, as git's compare-and-swap requires.
+type fakeRemote struct {
+	mu      sync.Mutex
+	files   map[string][]byte
+	version int
+	spills  map[string]map[string][]byte
+	// beforePush runs before each push is judged (n counts pushes from 1);
+	// a test moves the remote there to make runners race.
+	beforePush func(n int)
+	pushes     int
+	pushErrs   []error // returned by the next pushes, in order
+}
+
+func newRemote() *fakeRemote {
+	return &fakeRemote{files: map[string][]byte{}, spills: map[string]map[string][]byte{}}
+}
+
+// advance moves the remote as another runner's unrelated push would.
+func (r *fakeRemote) advance() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.version++
+}
+
+// fakeGit is one clone: a worktree directory and a local branch.
+type fakeGit struct {
+	dir    string
+	remote *fakeRemote
+	base   int               // remote version the local branch builds on
+	local  map[string][]byte // the local branch's files
+	commits []string         // commit messages
+	commitErr error
+}
+
+func newGit(dir string, remote *fakeRemote) *fakeGit {
+	remote.mu.Lock()
+	defer remote.mu.Unlock()
+	return &fakeGit{dir: dir, remote: remote, base: remote.version, local: maps.Clone(remote.files)}
+}
+
+func (g *fakeGit) Commit(msg string, paths ...string) (string, bool, error) {
+	if g.commitErr != nil {
+		return "", false, g.commitErr
+	}
+	changed := false
+	for _, p := range paths {
+		b, err := os.ReadFile(filepath.Join(g.dir, filepath.FromSlash(p)))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			if _, ok := g.local[p]; ok {
+				delete(g.local, p)
+				changed = true
+			}
+		case err != nil:
+			return "", false, err
+		case string(g.local[p]) != string(b):
+			g.local[p] = b
+			changed = true
+		}
+	}
+	if !changed {
+		return "", false, nil
+	}
+	g.commits = append(g.commits, msg)
+	return fmt.Sprintf("c%03d", len(g.commits)), true, nil
+}
+
+func (g *fakeGit) Push(ctx context.Context) error {
+	r := g.remote
+	r.mu.Lock()
+	r.pushes++
+	n, hook := r.pushes, r.beforePush
+	r.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.pushErrs) > 0 {
+		err := r.pushErrs[0]
+		r.pushErrs = r.pushErrs[1:]
+		if err != nil {
+			return err
+		}
+	}
+	if r.version != g.base {
+		return fmt.Errorf("push to fake remote: %w", gitops.ErrRejected)
+	}
+	r.files = maps.Clone(g.local)
+	r.version++
+	g.base = r.version
+	return nil
+}
+
+// Sync moves the local branch to the remote's; the worktree follows in
+// Materialize, as on a state branch.
+func (g *fakeGit) Sync(ctx context.Context) error {
+	g.remote.mu.Lock()
+	defer g.remote.mu.Unlock()
+	g.local, g.base = maps.Clone(g.remote.files), g.remote.version
+	return nil
+}
+
+func (g *fakeGit) Materialize(prefix string) error {
+	root := filepath.Join(g.dir, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))
+	if strings.HasSuffix(prefix, "/") {
+		if err := os.RemoveAll(root); err != nil {
+			return err
+		}
+	} else if err := os.Remove(root); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	for p, b := range g.local {
+		if p != prefix && !strings.HasPrefix(p, prefix) {
+			continue
+		}
+		full := filepath.Join(g.dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (g *fakeGit) PushSpill(ctx context.Context, name string, files map[string][]byte, msg string) error {
+	g.remote.mu.Lock()
+	defer g.remote.mu.Unlock()
+	g.remote.spills[name] = maps.Clone(files)
+	return nil
+}
+
+func (g *fakeGit) ListSpills(ctx context.Context) ([]string, error) {
+	g.remote.mu.Lock()
+	defer g.remote.mu.Unlock()
+	var out []string
+	for n := range g.remote.spills {
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func (g *fakeGit) ReadSpill(ctx context.Context, name string) (map[string][]byte, error) {
+	g.remote.mu.Lock()
+	defer g.remote.mu.Unlock()
+	return maps.Clone(g.remote.spills[name]), nil
+}
+
+func (g *fakeGit) DeleteSpill(ctx context.Context, name string) error {
+	g.remote.mu.Lock()
+	defer g.remote.mu.Unlock()
+	delete(g.remote.spills, name)
+	return nil
+}
+
+// fakeForge is GitHub's side of approvals: pull requests by number.
+type fakeForge struct {
+	mu        sync.Mutex
+	prs       map[int]*forge.PR
+	tokens    map[int][]byte // the token file each PR's branch holds
+	requests  []forge.ApprovalRequest
+	closed    []int
+	approvers map[string]bool
+	// Errors returned instead of an answer.
+	ensureErr   error
+	prErr       map[int]error
+	closeErr    error
+	approverErr error
+}
+
+func newForge() *fakeForge {
+	return &fakeForge{prs: map[int]*forge.PR{}, tokens: map[int][]byte{}, prErr: map[int]error{}, approvers: map[string]bool{}}
+}
+
+func (f *fakeForge) EnsureApprovalPR(ctx context.Context, req forge.ApprovalRequest) (forge.PR, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ensureErr != nil {
+		return forge.PR{}, false, f.ensureErr
+	}
+	f.requests = append(f.requests, req)
+	for n, pr := range f.prs {
+		if pr.State == "open" && pr.HeadRef == forge.ApprovalBranch(req.ScheduleID) {
+			f.tokens[n] = req.Token(n)
+			return *pr, false, nil
+		}
+	}
+	n := len(f.prs) + 1
+	pr := &forge.PR{Number: n, URL: fmt.Sprintf("https://github.example/pull/%d", n), State: "open", HeadRef: forge.ApprovalBranch(req.ScheduleID)}
+	f.prs[n] = pr
+	f.tokens[n] = req.Token(n)
+	return *pr, true, nil
+}
+
+func (f *fakeForge) PullRequest(ctx context.Context, number int) (forge.PR, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.prErr[number]; err != nil {
+		return forge.PR{}, err
+	}
+	pr, ok := f.prs[number]
+	if !ok {
+		return forge.PR{}, fmt.Errorf("read pull request #%d: %w", number, forge.ErrNotFound)
+	}
+	return *pr, nil
+}
+
+func (f *fakeForge) ClosePullRequest(ctx context.Context, number int, comment string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closeErr != nil {
+		return f.closeErr
+	}
+	pr := f.prs[number]
+	if pr.Merged {
+		return fmt.Errorf("close pull request #%d: %w", number, forge.ErrMerged)
+	}
+	pr.State = "closed"
+	f.closed = append(f.closed, number)
+	return nil
+}
+
+func (f *fakeForge) IsApprover(ctx context.Context, login string, allowed []string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.approverErr != nil {
+		return false, f.approverErr
+	}
+	return f.approvers[login], nil
+}
+
+// merge is a human merging PR n: the token lands in the clone at dir.
+func (f *fakeForge) merge(t *testing.T, n int, by, dir, scheduleID string) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	pr := f.prs[n]
+	pr.State, pr.Merged, pr.MergedBy = "closed", true, by
+	p := filepath.Join(dir, filepath.FromSlash("var/approvals/pending/"+scheduleID+".token"))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, f.tokens[n], 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fakeExec is the tools: it records what ran and answers with result.
+type fakeExec struct {
+	mu     sync.Mutex
+	ran    []executor.Request
+	result func(req executor.Request) executor.Result
+}
+
+func (e *fakeExec) Run(ctx context.Context, req executor.Request) executor.Result {
+	e.mu.Lock()
+	e.ran = append(e.ran, req)
+	f := e.result
+	e.mu.Unlock()
+	if f != nil {
+		return f(req)
+	}
+	if req.DryRun {
+		return executor.Result{Status: "dry_run"}
+	}
+	return executor.Result{Status: executor.StatusOK, Output: "ok"}
+}
+
+func (e *fakeExec) runs(scheduleID string) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, r := range e.ran {
+		if r.ScheduleID == scheduleID && !r.DryRun {
+			n++
+		}
+	}
+	return n
+}
+
+// env is one test's repository: configuration files in a directory.
+type env struct {
+	t      *testing.T
+	dir    string
+	cfg    *model.Config
+	remote *fakeRemote
+	git    *fakeGit
+	forge  *fakeForge
+	exec   *fakeExec
+	sleeps []time.Duration
+}
+
+const testPolicies = `tools:
+  work: {kind: exec, command: [./t.sh], tier: local_write, capabilities: [w]}
+  ship: {kind: exec, command: [./t.sh], tier: external}
+actors:
+  - {actor: astra, scopes: ["*"], autonomy: L3}
+approvers:
+  founder: [octocat]
+task_policies:
+  - {task_type: ship, auto_execute: false, approver_role: founder}
+`
+
+// newEnv writes schedules (YAML) and the test policies into a fresh
+// directory, loads them, and wires a fake remote, GitHub and tools.
+func newEnv(t *testing.T, schedules string) *env {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(p, s string) {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(s), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("schedules/s.yaml", schedules)
+	write("policies/p.yaml", testPolicies)
+	write("t.sh", "#!/bin/sh\n")
+	cfg, diags, err := config.Load(dir)
+	if err != nil || diags.Errors() > 0 {
+		t.Fatalf("config: %v %v", err, diags)
+	}
+	remote := newRemote()
+	return &env{t: t, dir: dir, cfg: cfg, remote: remote, git: newGit(dir, remote), forge: newForge(), exec: &fakeExec{}}
+}
+
+// clone is a second runner's checkout of the same remote and repository.
+func (e *env) clone() *env {
+	e.t.Helper()
+	dir := e.t.TempDir()
+	for _, p := range []string{"schedules/s.yaml", "policies/p.yaml", "t.sh"} {
+		b, err := os.ReadFile(filepath.Join(e.dir, p))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, p), b, 0o755); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	c := &env{t: e.t, dir: dir, cfg: e.cfg, remote: e.remote, git: newGit(dir, e.remote), forge: e.forge, exec: e.exec}
+	if err := c.git.Materialize("var/"); err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+// runner returns a runner at now; mods adjust its options.
+func (e *env) runner(now string, mods ...func(*Options)) *Runner {
+	e.t.Helper()
+	at, err := time.Parse(time.RFC3339, now)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	opts := Options{Root: e.dir, Clock: func() time.Time { return at }, RunnerID: "test",
+		Sleep: func(_ context.Context, d time.Duration) error { e.sleeps = append(e.sleeps, d); return nil }}
+	for _, m := range mods {
+		m(&opts)
+	}
+	var f Forge
+	if e.forge != nil {
+		f = e.forge
+	}
+	return New(e.cfg, opts, e.exec, e.git, f)
+}
+
+// runDue runs `astra run-due` at now and fails the test on an error.
+func (e *env) runDue(now string, mods ...func(*Options)) *Report {
+	e.t.Helper()
+	rep, err := e.runner(now, mods...).RunDue(context.Background())
+	if err != nil {
+		e.t.Fatalf("run-due at %s: %v", now, err)
+	}
+	return rep
+}
+
+// events reads the ledger as the remote has it.
+func (e *env) events() []ledger.Event {
+	e.t.Helper()
+	c := e.clone()
+	var out []ledger.Event
+	store := ledger.Open(c.dir, 0)
+	segs, err := store.Segments()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := ledger.Scan(c.dir, segs, ledger.ScanOptions{Verify: true}, func(ev *ledger.Event) error {
+		out = append(out, *ev)
+		return nil
+	}); err != nil {
+		e.t.Fatalf("remote ledger: %v", err)
+	}
+	return out
+}
+
+// count counts the remote ledger's events of kind (for a schedule, when
+// id is not "").
+func (e *env) count(kind ledger.Kind, id string) int {
+	n := 0
+	for _, ev := range e.events() {
+		if ev.Event == kind && (id == "" || ev.ScheduleID == id) {
+			n++
+		}
+	}
+	return n
+}
+
+// outcome finds the outcome of a schedule in a report.
+func outcome(t *testing.T, rep *Report, id string) *Outcome {
+	t.Helper()
+	for _, o := range rep.Outcomes {
+		if o.ScheduleID == id {
+			return o
+		}
+	}
+	t.Fatalf("no outcome for %s in %+v", id, rep.Outcomes)
+	return nil
+}
