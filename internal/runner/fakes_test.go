@@ -57,11 +57,11 @@ func (r *fakeRemote) advance() {
 
 // fakeGit is one clone: a worktree directory and a local branch.
 type fakeGit struct {
-	dir    string
-	remote *fakeRemote
-	base   int               // remote version the local branch builds on
-	local  map[string][]byte // the local branch's files
-	commits []string         // commit messages
+	dir       string
+	remote    *fakeRemote
+	base      int               // remote version the local branch builds on
+	local     map[string][]byte // the local branch's files
+	commits   []string          // commit messages
 	commitErr error
 }
 
