@@ -17,8 +17,8 @@ import (
 	"time"
 )
 
-// PendingDir holds the tokens, relative to the repository root.
-const PendingDir = "var/approvals/pending"
+// pendingDir holds the tokens, relative to the repository root.
+const pendingDir = "var/approvals/pending"
 
 // Token is the seed 000 approval token plus what makes it safe to use once:
 // the slot it approves, the payload hash and, for the pull request flow, the
@@ -40,7 +40,7 @@ type Token struct {
 
 // Path is the token file of a schedule, relative to the repository root.
 func Path(scheduleID string) string {
-	return filepath.ToSlash(filepath.Join(PendingDir, scheduleID+".token"))
+	return filepath.ToSlash(filepath.Join(pendingDir, scheduleID+".token"))
 }
 
 // PayloadHash is "sha256:<hex>" of the payload's canonical JSON (object

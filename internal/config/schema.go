@@ -12,8 +12,8 @@ import (
 // yaml-language-server) complete and check the same keys the loader accepts.
 // TestSchemaFiles keeps the committed copies under schema/ in step.
 
-// ScheduleSchema is the JSON Schema of a schedules/**/*.yaml document.
-func ScheduleSchema() []byte {
+// scheduleSchema is the JSON Schema of a schedules/**/*.yaml document.
+func scheduleSchema() []byte {
 	g := newSchemaGen()
 	s := g.of(reflect.TypeFor[model.Schedule]())
 	return g.doc("astra schedule", "One schedule per document, a list of them, or a `schedules:` list.", map[string]any{
@@ -30,8 +30,8 @@ func ScheduleSchema() []byte {
 	})
 }
 
-// PoliciesSchema is the JSON Schema of a policies/*.yaml document.
-func PoliciesSchema() []byte {
+// policiesSchema is the JSON Schema of a policies/*.yaml document.
+func policiesSchema() []byte {
 	g := newSchemaGen()
 	return g.doc("astra policies", "Tools, task policies, actors, the global budget and approvers; sections may be split across files.",
 		g.of(reflect.TypeFor[model.Policies]()))

@@ -16,8 +16,8 @@ import (
 var update = flag.Bool("update", false, "rewrite schema/*.json from the model types")
 
 var schemaFiles = map[string]func() []byte{
-	"schedule.schema.json": ScheduleSchema,
-	"policies.schema.json": PoliciesSchema,
+	"schedule.schema.json": scheduleSchema,
+	"policies.schema.json": policiesSchema,
 }
 
 // TestSchemaFiles keeps the committed schema files generated from the types.

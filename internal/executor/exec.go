@@ -183,8 +183,8 @@ func readStdout(r io.Reader, out *ring, g *guard) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if len(chunk) > 0 {
-			if atLineStart && bytes.HasPrefix(chunk, []byte(UsagePrefix)) && err == nil {
-				if u, ok := parseUsage(bytes.TrimSpace(chunk[len(UsagePrefix):])); ok {
+			if atLineStart && bytes.HasPrefix(chunk, []byte(usagePrefix)) && err == nil {
+				if u, ok := parseUsage(bytes.TrimSpace(chunk[len(usagePrefix):])); ok {
 					g.add(u)
 					continue
 				}

@@ -46,12 +46,12 @@ const (
 	LimitToolCalls = "tool_calls"
 )
 
-// UsagePrefix starts a usage line on a tool's stdout:
+// usagePrefix starts a usage line on a tool's stdout:
 //
 //	::astra-usage {"tokens":1200,"cost_usd":0.02,"tool_calls":1}
 //
 // Each line reports an increment; fields are optional.
-const UsagePrefix = "::astra-usage "
+const usagePrefix = "::astra-usage "
 
 // Request is one tool invocation.
 type Request struct {

@@ -114,7 +114,7 @@ func TestAgentStoppedAtBudget(t *testing.T) {
 			if len(warnings) != 1 || warnings[0].Limit != c.limit || warnings[0].Fraction < 0.8 {
 				t.Fatalf("warnings %+v, want one for %s at 80%%", warnings, c.limit)
 			}
-			if strings.Contains(res.Output, UsagePrefix) {
+			if strings.Contains(res.Output, usagePrefix) {
 				t.Error("usage lines left in the output")
 			}
 			switch c.limit {

@@ -15,13 +15,13 @@ import (
 	"github.com/google/go-github/v60/github"
 )
 
-// ApprovalBranchPrefix is the namespace of approval branches; astra owns it
+// approvalBranchPrefix is the namespace of approval branches; astra owns it
 // and resets a leftover branch there when it opens a new approval.
-const ApprovalBranchPrefix = "astra/approve/"
+const approvalBranchPrefix = "astra/approve/"
 
 // ApprovalBranch is the head branch of the approval pull request for a
 // schedule.
-func ApprovalBranch(scheduleID string) string { return ApprovalBranchPrefix + scheduleID }
+func ApprovalBranch(scheduleID string) string { return approvalBranchPrefix + scheduleID }
 
 // maxBody is GitHub's limit for issue, pull request and comment bodies.
 const maxBody = 65536

@@ -30,8 +30,8 @@ import (
 	"github.com/google/go-github/v60/github"
 )
 
-// DefaultAPIURL is GitHub's REST API root (GITHUB_API_URL on github.com).
-const DefaultAPIURL = "https://api.github.com"
+// defaultAPIURL is GitHub's REST API root (GITHUB_API_URL on github.com).
+const defaultAPIURL = "https://api.github.com"
 
 // Defaults for Options.
 const (
@@ -97,7 +97,7 @@ func New(opts Options) (*Client, error) {
 	}
 	api := opts.APIURL
 	if api == "" {
-		api = DefaultAPIURL
+		api = defaultAPIURL
 	}
 	u, err := url.Parse(api)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

@@ -108,8 +108,8 @@ var markerRE = regexp.MustCompile(`\s*<!-- astra:[^>]*-->`)
 
 var dedupeKeyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/@+=-]{0,199}$`)
 
-// Marker is the hidden HTML comment CommentIssue appends for dedupeKey.
-func Marker(dedupeKey string) string { return "<!-- astra:" + dedupeKey + " -->" }
+// markerFor is the hidden HTML comment CommentIssue appends for dedupeKey.
+func markerFor(dedupeKey string) string { return "<!-- astra:" + dedupeKey + " -->" }
 
 // CommentIssue comments on an issue or pull request. With a dedupeKey, the
 // comment carries the hidden marker <!-- astra:<dedupeKey> --> and nothing
@@ -123,7 +123,7 @@ func (c *Client) CommentIssue(ctx context.Context, issue int, body, dedupeKey st
 		if !dedupeKeyRE.MatchString(dedupeKey) {
 			return c.failf("comment on #%d: dedupe key %q must be letters, digits and _.:/@+=- (no spaces or '>')", issue, dedupeKey)
 		}
-		marker = Marker(dedupeKey)
+		marker = markerFor(dedupeKey)
 		body = strings.TrimRight(body, "\n") + "\n\n" + marker
 	}
 	if strings.TrimSpace(body) == "" {

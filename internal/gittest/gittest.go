@@ -45,14 +45,3 @@ func Must(t testing.TB, dir string, args ...string) string {
 	}
 	return out
 }
-
-// Commit makes dir a repository on branch main (if it is not one yet)
-// and commits everything in it.
-func Commit(t testing.TB, dir, msg string) {
-	t.Helper()
-	if _, err := os.Stat(dir + "/.git"); err != nil {
-		Must(t, dir, "init", "-q", "-b", "main")
-	}
-	Must(t, dir, "add", "-A")
-	Must(t, dir, "commit", "-q", "--allow-empty", "-m", msg)
-}

@@ -174,10 +174,10 @@ func appendString(dst []byte, s string) []byte {
 // errSyntax is wrapped by every decoding error.
 var errSyntax = errors.New("invalid ledger line")
 
-// Decoder decodes ledger lines. It interns the small set of strings that
+// decoder decodes ledger lines. It interns the small set of strings that
 // repeat on every line (event kinds, schedule ids, actors, tools), so a
 // replay does not allocate them a million times. Not safe for concurrent use.
-type Decoder struct {
+type decoder struct {
 	intern map[string]string
 	// SkipOutput leaves Event.Output empty (it is still checked): replay
 	// never needs tool output, and it is the largest field.
@@ -189,12 +189,12 @@ type Decoder struct {
 	lastStatus, lastMode, lastTenant, lastReason string
 }
 
-// NewDecoder returns a decoder with an empty intern table.
-func NewDecoder() *Decoder { return &Decoder{intern: make(map[string]string, 256)} }
+// newDecoder returns a decoder with an empty intern table.
+func newDecoder() *decoder { return &decoder{intern: make(map[string]string, 256)} }
 
 // Decode parses one line into e (which it resets) and returns the raw bytes
 // of the prev field, so chain checks need not allocate it.
-func (d *Decoder) Decode(line []byte, e *Event) (prev []byte, err error) {
+func (d *decoder) Decode(line []byte, e *Event) (prev []byte, err error) {
 	*e = Event{}
 	s := scanner{b: line}
 	prev, err = s.event(d, e)
@@ -206,7 +206,7 @@ func (d *Decoder) Decode(line []byte, e *Event) (prev []byte, err error) {
 
 // Unmarshal decodes one line with a throwaway decoder.
 func Unmarshal(line []byte, e *Event) error {
-	prev, err := NewDecoder().Decode(line, e)
+	prev, err := newDecoder().Decode(line, e)
 	if err == nil {
 		e.Prev = string(prev)
 	}
@@ -248,7 +248,7 @@ var fieldNames = []string{"seq", "ts", "event", "schedule_id", "slot", "idempote
 	"tier", "status", "reason", "trace_id", "scheduled_vs_manual", "attempt", "usage", "output", "error", "pr", "by",
 	"expires_at", "payload_hash", "retry_at", "runner", "period", "threshold", "spent_usd", "limit_usd", "detail", "prev"}
 
-func (s *scanner) event(d *Decoder, e *Event) (prev []byte, err error) {
+func (s *scanner) event(d *decoder, e *Event) (prev []byte, err error) {
 	if err := s.expect('{'); err != nil {
 		return nil, err
 	}
@@ -461,7 +461,7 @@ func (s *scanner) isNull() bool {
 }
 
 // str reads a string value; intern is for low-cardinality fields.
-func (s *scanner) str(d *Decoder, intern bool) (string, error) {
+func (s *scanner) str(d *decoder, intern bool) (string, error) {
 	if s.isNull() {
 		return "", nil
 	}
@@ -492,7 +492,7 @@ func (s *scanner) str(d *Decoder, intern bool) (string, error) {
 
 // interned reads a low-cardinality string: the previous line's value when
 // it repeats, else the intern table's.
-func (s *scanner) interned(d *Decoder, last *string) (string, error) {
+func (s *scanner) interned(d *decoder, last *string) (string, error) {
 	if s.i < len(s.b) && s.b[s.i] == '"' {
 		if n := len(*last); s.i+n+1 < len(s.b) && s.b[s.i+n+1] == '"' && string(s.b[s.i+1:s.i+1+n]) == *last && plainRun(s.b[s.i+1:s.i+1+n]) {
 			s.i += n + 2

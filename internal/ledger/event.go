@@ -70,6 +70,29 @@ const (
 	ReasonExit           = "exit" // non-zero exit or HTTP error
 )
 
+// Statuses: the status field of events, in a word.
+const (
+	StatusOK         = "ok"
+	StatusFailed     = "failed"
+	StatusSkipped    = "skipped"
+	StatusClaimed    = "claimed"
+	StatusRetry      = "retry"
+	StatusDeadLetter = "dead_letter"
+	StatusReleased   = "released"
+	StatusPending    = "pending"
+	StatusApproved   = "approved"
+	StatusRejected   = "rejected"
+	StatusExpired    = "expired"
+	StatusConsumed   = "consumed"
+	StatusRefused    = "refused"
+	StatusWarning    = "warning"
+	StatusExceeded   = "exceeded"
+	StatusResumed    = "resumed"
+	StatusDeleted    = "deleted"
+	StatusStored     = "stored"
+	StatusPurged     = "purged"
+)
+
 // Modes for the scheduled_vs_manual field.
 const (
 	ModeScheduled = "scheduled"

@@ -201,7 +201,7 @@ func TestAppendMembersAndZcat(t *testing.T) {
 		if e.Prev != prev {
 			t.Fatalf("line %d: prev %q, want %q", i+1, e.Prev, prev)
 		}
-		prev = LineHash([]byte(l))
+		prev = lineHash([]byte(l))
 	}
 	var cat bytes.Buffer
 	if err := Cat(&cat, filepath.Join(root, segs[0].Path)); err != nil || cat.String() != string(out) {
@@ -379,7 +379,7 @@ func TestRepairRefusesTheMiddle(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatal("tamper not found")
 	}
-	if _, err := s.Repair(segs, ce); !errors.Is(err, ErrNotTail) {
+	if _, err := s.Repair(segs, ce); !errors.Is(err, errNotTail) {
 		t.Fatalf("repair of a tampered middle line: %v", err)
 	}
 }
@@ -389,7 +389,7 @@ func TestApprovalLogIsOneFile(t *testing.T) {
 	s := OpenApprovalLog(root)
 	var tail Tail
 	tail = appendN(t, s, tail, t0, 1)
-	tail = appendN(t, s, tail, t0.AddDate(0, 2, 0), 1)
+	appendN(t, s, tail, t0.AddDate(0, 2, 0), 1)
 	segs, _ := s.Segments()
 	if len(segs) != 1 || segs[0].Path != "var/approvals/approved.ndjson.gz" {
 		t.Fatalf("%v", segs)

@@ -62,12 +62,27 @@ const (
 	aheadBatches = 256
 )
 
-// batches recycles event slices between decoders and the consumer.
-var batches = sync.Pool{New: func() any { return make([]Event, 0, batchSize) }}
+// batches recycles event slices between decoders and the consumer. It
+// holds pointers so that a Put stores no new slice header.
+var batches = sync.Pool{New: func() any { s := make([]Event, 0, batchSize); return &s }}
 
 type batch struct {
 	events []Event
+	buf    *[]Event // the pooled slice events came from
 	err    error
+}
+
+func newBatch() batch {
+	p := batches.Get().(*[]Event)
+	return batch{events: (*p)[:0], buf: p}
+}
+
+// recycle returns b's slice to the pool; b must not be used after.
+func (b batch) recycle() {
+	if b.buf != nil {
+		*b.buf = b.events[:0]
+		batches.Put(b.buf)
+	}
 }
 
 // segmentResult is what a worker learned about its file.
@@ -153,7 +168,7 @@ func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error
 			if b.err != nil {
 				return tail, b.err
 			}
-			batches.Put(b.events[:0])
+			b.recycle()
 		}
 		<-slots
 		if j.result.lines > 0 {
@@ -193,10 +208,10 @@ func readSegment(root string, seg Segment, verify, skipOutput bool, out chan<- b
 		return
 	}
 	br := bufio.NewReaderSize(zr, 256<<10)
-	dec := NewDecoder()
+	dec := newDecoder()
 	dec.SkipOutput = skipOutput
 	var (
-		b        = batch{events: batches.Get().([]Event)}
+		b        = newBatch()
 		long     []byte // a line longer than the buffer
 		prevHash [sha256.Size]byte
 		last     []byte
@@ -260,7 +275,7 @@ func readSegment(root string, seg Segment, verify, skipOutput bool, out chan<- b
 			if !send(b) {
 				return
 			}
-			b = batch{events: batches.Get().([]Event)}
+			b = newBatch()
 		}
 		if errors.Is(err, io.EOF) {
 			break
@@ -270,7 +285,7 @@ func readSegment(root string, seg Segment, verify, skipOutput bool, out chan<- b
 	if verify {
 		res.lastHash = hex.EncodeToString(prevHash[:])
 	} else if lineNo > 0 {
-		res.lastHash = LineHash(last)
+		res.lastHash = lineHash(last)
 	}
 	if len(b.events) > 0 {
 		send(b)

@@ -79,9 +79,9 @@ type Repaired struct {
 	Problem  string `json:"problem"`
 }
 
-// ErrNotTail means the ledger is broken somewhere other than its end: not
+// errNotTail means the ledger is broken somewhere other than its end: not
 // what a killed run leaves behind, so astra will not cut it.
-var ErrNotTail = errors.New("the ledger is broken before its last gzip member")
+var errNotTail = errors.New("the ledger is broken before its last gzip member")
 
 // Repair cuts a broken tail off the last segment: the last gzip member,
 // when it does not decompress (a run killed while writing leaves a partial
@@ -91,7 +91,7 @@ var ErrNotTail = errors.New("the ledger is broken before its last gzip member")
 // intact member was written or edited by someone, and needs a human.
 func (s *Store) Repair(segs []Segment, bad *CorruptError) (*Repaired, error) {
 	if len(segs) == 0 || bad.File != segs[len(segs)-1].Path {
-		return nil, fmt.Errorf("%w (%s)", ErrNotTail, bad)
+		return nil, fmt.Errorf("%w (%s)", errNotTail, bad)
 	}
 	seg := segs[len(segs)-1]
 	file := s.abs(seg.Path)
@@ -100,24 +100,24 @@ func (s *Store) Repair(segs []Segment, bad *CorruptError) (*Repaired, error) {
 		return nil, err
 	}
 	if len(ms) == 0 {
-		return nil, fmt.Errorf("%w (%s)", ErrNotTail, bad)
+		return nil, fmt.Errorf("%w (%s)", errNotTail, bad)
 	}
 	// The bad line must lie in the last member.
 	lines := 0
 	for _, m := range ms[:len(ms)-1] {
 		if m.err != nil {
-			return nil, fmt.Errorf("%w (%s)", ErrNotTail, bad)
+			return nil, fmt.Errorf("%w (%s)", errNotTail, bad)
 		}
 		lines += bytes.Count(m.data, []byte{'\n'})
 	}
 	if bad.Line <= lines {
-		return nil, fmt.Errorf("%w (%s)", ErrNotTail, bad)
+		return nil, fmt.Errorf("%w (%s)", errNotTail, bad)
 	}
 	last := ms[len(ms)-1]
 	if last.err == nil {
 		// The member decompresses and its CRC matches: these are the bytes
 		// someone wrote, not a crash artifact. Cutting would drop valid lines.
-		return nil, fmt.Errorf("%w (%s)", ErrNotTail, bad)
+		return nil, fmt.Errorf("%w (%s)", errNotTail, bad)
 	}
 
 	// Salvage the valid prefix of the member: complete lines that decode
@@ -126,7 +126,7 @@ func (s *Store) Repair(segs []Segment, bad *CorruptError) (*Repaired, error) {
 	var prevSeq int64
 	if lines > 0 {
 		prevLine := lastLine(ms[len(ms)-2].data)
-		prevHash = LineHash(prevLine)
+		prevHash = lineHash(prevLine)
 		var e Event
 		if err := Unmarshal(prevLine, &e); err != nil {
 			return nil, err
@@ -140,7 +140,7 @@ func (s *Store) Repair(segs []Segment, bad *CorruptError) (*Repaired, error) {
 		prevHash, prevSeq = t.Hash, t.Seq
 	}
 	var keep []byte
-	dec := NewDecoder()
+	dec := newDecoder()
 	rest := last.data
 	salvaged := 0
 	for {
@@ -155,7 +155,7 @@ func (s *Store) Repair(segs []Segment, bad *CorruptError) (*Repaired, error) {
 			break
 		}
 		keep = append(append(keep, line...), '\n')
-		prevHash, prevSeq = LineHash(line), e.Seq
+		prevHash, prevSeq = lineHash(line), e.Seq
 		salvaged++
 		rest = rest[i+1:]
 	}

@@ -166,8 +166,8 @@ type Tail struct {
 // Empty reports whether the ledger has no events.
 func (t Tail) Empty() bool { return t.Seq == 0 && t.Hash == "" }
 
-// LineHash is the chain hash of a line (without its newline).
-func LineHash(line []byte) string {
+// lineHash is the chain hash of a line (without its newline).
+func lineHash(line []byte) string {
 	sum := sha256.Sum256(line)
 	return hex.EncodeToString(sum[:])
 }
@@ -207,7 +207,7 @@ func (s *Store) Append(tail Tail, seg Segment, events []*Event) (Tail, error) {
 		e.Prev = tail.Hash
 		e.TS = e.TS.UTC().Truncate(time.Second)
 		line = AppendJSON(line[:0], e)
-		tail.Hash = LineHash(line)
+		tail.Hash = lineHash(line)
 		tail.TS = e.TS
 		raw.Write(line)
 		raw.WriteByte('\n')

@@ -10,8 +10,8 @@ import (
 	"github.com/klauspost/compress/gzip"
 )
 
-// Stats summarises a verified ledger.
-type Stats struct {
+// stats summarises a verified ledger.
+type stats struct {
 	Files  int
 	Events int64
 	Tail   Tail
@@ -23,8 +23,8 @@ type Stats struct {
 // to the edited line where the lines around it allow: when only the link
 // into line L is broken, line L-1 was changed; when the link out of L is
 // broken too, L itself was.
-func Verify(root string, segs []Segment) (Stats, error) {
-	st := Stats{Files: len(segs)}
+func Verify(root string, segs []Segment) (stats, error) {
+	st := stats{Files: len(segs)}
 	tail, err := Scan(root, segs, ScanOptions{Verify: true}, func(*Event) error {
 		st.Events++
 		return nil
@@ -49,7 +49,7 @@ func pinChainBreak(root string, segs []Segment, ce *CorruptError) error {
 	}
 	if at+1 < len(lines) {
 		var next Event
-		if Unmarshal(lines[at+1], &next) == nil && next.Prev != LineHash(lines[at]) {
+		if Unmarshal(lines[at+1], &next) == nil && next.Prev != lineHash(lines[at]) {
 			ce.Msg = "this line was changed: neither its prev nor its own hash match its neighbours"
 			return ce
 		}

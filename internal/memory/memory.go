@@ -26,28 +26,28 @@ type Entry struct {
 	Purged          bool      `json:"purged,omitempty"`
 }
 
-// EstimateTokens is seed 002's conservative 3 characters per token,
+// estimateTokens is seed 002's conservative 3 characters per token,
 // computed once at write time.
-func EstimateTokens(text string) int64 { return int64(math.Ceil(float64(len(text)) / 3)) }
+func estimateTokens(text string) int64 { return int64(math.Ceil(float64(len(text)) / 3)) }
 
 // Stored is the memory.stored event of a finished run.
 func Stored(e *ledger.Event, text string) *ledger.Event {
 	return &ledger.Event{Event: ledger.MemoryStored, ScheduleID: e.ScheduleID, Slot: e.Slot, IdempotencyKey: e.IdempotencyKey,
-		Actor: e.Actor, Tenant: e.Tenant, Tool: e.Tool, Tier: e.Tier, Status: "stored", TraceID: e.TraceID, Mode: e.Mode,
-		Attempt: e.Attempt, Output: text, Usage: ledger.Usage{Tokens: EstimateTokens(text)}}
+		Actor: e.Actor, Tenant: e.Tenant, Tool: e.Tool, Tier: e.Tier, Status: ledger.StatusStored, TraceID: e.TraceID, Mode: e.Mode,
+		Attempt: e.Attempt, Output: text, Usage: ledger.Usage{Tokens: estimateTokens(text)}}
 }
 
-// PurgeDetail says which provenance a memory.purged event quarantines: a
+// purgeDetail says which provenance a memory.purged event quarantines: a
 // schedule id (all its entries) or a run (its key, optionally with #attempt).
-type PurgeDetail struct {
+type purgeDetail struct {
 	Task  string `json:"task"`
 	Count int    `json:"count"`
 }
 
 // Purged is a memory.purged event.
 func Purged(task, by string, count int) *ledger.Event {
-	d, _ := json.Marshal(PurgeDetail{Task: task, Count: count})
-	return &ledger.Event{Event: ledger.MemoryPurged, Status: "purged", By: by, Detail: d}
+	d, _ := json.Marshal(purgeDetail{Task: task, Count: count})
+	return &ledger.Event{Event: ledger.MemoryPurged, Status: ledger.StatusPurged, By: by, Detail: d}
 }
 
 func (e Entry) matches(task string) bool {
@@ -71,7 +71,7 @@ func Read(root string, now time.Time) ([]Entry, error) {
 			out = append(out, Entry{ScheduleID: e.ScheduleID, RunID: e.RunID(), TraceID: e.TraceID, At: e.TS, Text: e.Output,
 				EstimatedTokens: e.Usage.Tokens})
 		case ledger.MemoryPurged:
-			var d PurgeDetail
+			var d purgeDetail
 			if json.Unmarshal(e.Detail, &d) == nil && d.Task != "" {
 				for k := range out {
 					if out[k].matches(d.Task) {

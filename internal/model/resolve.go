@@ -35,10 +35,10 @@ func literalLen(pattern string) int {
 	return n
 }
 
-// Grants reports whether scopes grant capability, with the seed 003 rules:
+// grants reports whether scopes grant capability, with the seed 003 rules:
 // exact match, an ancestor wildcard ("notion.*" grants "notion.pages.create"),
 // or the global "*".
-func Grants(scopes []string, capability string) bool {
+func grants(scopes []string, capability string) bool {
 	for _, s := range scopes {
 		if s == "*" || s == capability {
 			return true
@@ -54,7 +54,7 @@ func Grants(scopes []string, capability string) bool {
 func Missing(scopes, capabilities []string) []string {
 	var out []string
 	for _, c := range capabilities {
-		if !Grants(scopes, c) {
+		if !grants(scopes, c) {
 			out = append(out, c)
 		}
 	}

@@ -49,8 +49,8 @@ func (t Tier) String() string {
 	return fmt.Sprintf("tier(%d)", int(t))
 }
 
-// ParseTier accepts 0, 1, 2 or read_only, local_write, external.
-func ParseTier(s string) (Tier, error) {
+// parseTier accepts 0, 1, 2 or read_only, local_write, external.
+func parseTier(s string) (Tier, error) {
 	s = strings.TrimSpace(strings.ToLower(strings.ReplaceAll(s, "-", "_")))
 	for i, n := range tierNames {
 		if s == n || s == strconv.Itoa(i) {
@@ -64,7 +64,7 @@ func (t *Tier) UnmarshalYAML(n *yaml.Node) error {
 	if err := scalar(n, "safety tier"); err != nil {
 		return err
 	}
-	v, err := ParseTier(n.Value)
+	v, err := parseTier(n.Value)
 	*t = v
 	return err
 }
@@ -96,9 +96,9 @@ func (a Autonomy) Short() string { return a.String()[:2] }
 // NeedsApproval is true for L0 Ask and L1 Draft.
 func (a Autonomy) NeedsApproval() bool { return a <= L1Draft }
 
-// ParseAutonomy accepts L0..L3, the seed's full names (L1_Draft) and the
+// parseAutonomy accepts L0..L3, the seed's full names (L1_Draft) and the
 // bare words (ask, draft, execute_notify, execute_silent), case-insensitively.
-func ParseAutonomy(s string) (Autonomy, error) {
+func parseAutonomy(s string) (Autonomy, error) {
 	k := strings.ToLower(strings.TrimSpace(s))
 	for i, n := range autonomyNames {
 		full := strings.ToLower(n)
@@ -114,7 +114,7 @@ func (a *Autonomy) UnmarshalYAML(n *yaml.Node) error {
 	if err := scalar(n, "autonomy level"); err != nil {
 		return err
 	}
-	v, err := ParseAutonomy(n.Value)
+	v, err := parseAutonomy(n.Value)
 	*a = v
 	return err
 }

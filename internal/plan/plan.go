@@ -62,11 +62,11 @@ func (f Filter) Match(s *model.Schedule) bool {
 	if len(f.Only) > 0 && !slices.Contains(f.Only, s.ID) && !slices.Contains(f.Only, s.Name) {
 		return false
 	}
-	return f.Of <= 1 || ShardOf(s.ID, f.Of) == f.Shard
+	return f.Of <= 1 || shardOf(s.ID, f.Of) == f.Shard
 }
 
-// ShardOf is the stable 1-based shard of a schedule id among n shards.
-func ShardOf(id string, n int) int {
+// shardOf is the stable 1-based shard of a schedule id among n shards.
+func shardOf(id string, n int) int {
 	h := fnv.New32a()
 	h.Write([]byte(id))
 	return int(h.Sum32()%uint32(n)) + 1
@@ -137,7 +137,7 @@ func open(s *model.Schedule, st *state.State, keys []string, now time.Time) []Ca
 		}
 		out = append(out, c)
 	}
-	if a := st.Approvals[s.ID]; a != nil && a.Status == "approved" {
+	if a := st.Approvals[s.ID]; a != nil && a.Status == ledger.StatusApproved {
 		if _, busy := st.Open[a.Key]; !busy {
 			mode := a.Mode
 			if mode == "" {

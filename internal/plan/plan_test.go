@@ -98,8 +98,8 @@ func TestFilterAndShards(t *testing.T) {
 	counts := map[int]int{}
 	for i := range 1000 {
 		id := fmt.Sprintf("sch_%04d", i)
-		k := ShardOf(id, 4)
-		if k != ShardOf(id, 4) || k < 1 || k > 4 {
+		k := shardOf(id, 4)
+		if k != shardOf(id, 4) || k < 1 || k > 4 {
 			t.Fatalf("shard of %s unstable or out of range: %d", id, k)
 		}
 		counts[k]++

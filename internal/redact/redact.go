@@ -9,8 +9,8 @@ import (
 	"strings"
 )
 
-// Mask replaces a secret.
-const Mask = "[REDACTED]"
+// mask replaces a secret.
+const mask = "[REDACTED]"
 
 // minSecret is the shortest value treated as a secret: shorter ones would
 // mangle ordinary output ("1", "true").
@@ -80,7 +80,7 @@ func (r *Redactor) String(s string) string {
 	if r != nil {
 		for _, sec := range r.secrets {
 			if strings.Contains(s, sec) {
-				s = strings.ReplaceAll(s, sec, Mask)
+				s = strings.ReplaceAll(s, sec, mask)
 			}
 		}
 	}
@@ -89,10 +89,10 @@ func (r *Redactor) String(s string) string {
 			continue
 		}
 		if i == 3 { // keep the key name, hide the value
-			s = re.ReplaceAllString(s, "${1}${2}"+Mask)
+			s = re.ReplaceAllString(s, "${1}${2}"+mask)
 			continue
 		}
-		s = re.ReplaceAllString(s, Mask)
+		s = re.ReplaceAllString(s, mask)
 	}
 	return s
 }
@@ -123,7 +123,7 @@ func (r *Redactor) value(v any) any {
 		out := make(map[string]any, len(t))
 		for k, x := range t {
 			if secretKey(k) {
-				out[k] = Mask
+				out[k] = mask
 				continue
 			}
 			out[k] = r.value(x)

@@ -28,7 +28,7 @@ func TestString(t *testing.T) {
 		}
 	}
 	var nilR *Redactor
-	if got := nilR.String("ghp_abcdefghijklmnopqrstuvwxyz0123"); got != Mask {
+	if got := nilR.String("ghp_abcdefghijklmnopqrstuvwxyz0123"); got != mask {
 		t.Errorf("nil redactor: %q", got)
 	}
 }

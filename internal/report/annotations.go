@@ -15,22 +15,22 @@ func Annotations(w io.Writer, rep *runner.Report) {
 	for _, o := range rep.Outcomes {
 		switch o.Action {
 		case runner.ActionFailed, runner.ActionLost:
-			Annotate(w, "error", "astra: "+o.Name+" failed", fmt.Sprintf("%s (%s) %s", o.Key, o.Reason, o.Detail))
+			annotate(w, "error", "astra: "+o.Name+" failed", fmt.Sprintf("%s (%s) %s", o.Key, o.Reason, o.Detail))
 		case runner.ActionAwaitingApproval:
-			Annotate(w, "notice", "astra: "+o.Name+" awaits approval", strings.TrimSpace(o.PRURL+" "+o.Detail))
+			annotate(w, "notice", "astra: "+o.Name+" awaits approval", strings.TrimSpace(o.PRURL+" "+o.Detail))
 		case runner.ActionRan:
 			if o.Notify { // L2 ExecuteNotify
-				Annotate(w, "notice", "astra: "+o.Name+" ran", o.Key+" "+strings.TrimSpace(o.Output))
+				annotate(w, "notice", "astra: "+o.Name+" ran", o.Key+" "+strings.TrimSpace(o.Output))
 			}
 		}
 	}
 	for _, al := range rep.Alerts {
-		Annotate(w, "warning", "astra budget", al)
+		annotate(w, "warning", "astra budget", al)
 	}
 }
 
-// Annotate writes one workflow command (::error title=...::message) with
+// annotate writes one workflow command (::error title=...::message) with
 // its title and message escaped.
-func Annotate(w io.Writer, level, title, msg string) {
+func annotate(w io.Writer, level, title, msg string) {
 	fmt.Fprintf(w, "::%s title=%s::%s\n", level, diag.EscapeProperty(title), diag.EscapeData(msg))
 }

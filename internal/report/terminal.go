@@ -66,7 +66,7 @@ func Terminal(w io.Writer, rep *runner.Report, verbose bool, paint Paint) {
 	for _, al := range rep.Alerts {
 		fmt.Fprintf(w, "  budget: %s\n", al)
 	}
-	fmt.Fprintln(w, Counts(rep))
+	fmt.Fprintln(w, counts(rep))
 	switch {
 	case rep.Pushed:
 		fmt.Fprintf(w, "ledger committed %s and pushed\n", Short(rep.Commit))
@@ -107,8 +107,8 @@ func reasons(o *runner.Outcome) []string {
 	return why
 }
 
-// Counts is the one-line tally of a run.
-func Counts(rep *runner.Report) string {
+// counts is the one-line tally of a run.
+func counts(rep *runner.Report) string {
 	s := fmt.Sprintf("%d ran, %d failed, %d skipped, %d awaiting approval",
 		rep.Count(runner.ActionRan), rep.Count(runner.ActionFailed)+rep.Count(runner.ActionLost),
 		rep.Count(runner.ActionSkipped)+rep.Count(runner.ActionMissed), rep.Count(runner.ActionAwaitingApproval))

@@ -85,11 +85,11 @@ func (s *session) checkApprovals(ctx context.Context) error {
 		default:
 			g.tokenID = id
 			s.grants[sc.ID] = g
-			if req != nil && req.Status == "pending" && (g.key == "" || g.key == req.Key) {
+			if req != nil && req.Status == ledger.StatusPending && (g.key == "" || g.key == req.Key) {
 				g.key = req.Key
 				if err := s.j.Record(&ledger.Event{Event: ledger.ApprovalApproved, ScheduleID: sc.ID, Slot: req.Slot,
 					IdempotencyKey: req.Key, Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool, Tier: int(sc.SafetyTier),
-					Status: "approved", By: g.by, PR: g.pr, ExpiresAt: g.expires, TraceID: req.TraceID, Mode: ledger.ModeScheduled,
+					Status: ledger.StatusApproved, By: g.by, PR: g.pr, ExpiresAt: g.expires, TraceID: req.TraceID, Mode: ledger.ModeScheduled,
 					Detail: tokenDetail(id)}); err != nil {
 					return err
 				}
@@ -157,7 +157,7 @@ func (s *session) settleRequest(ctx context.Context, sc *model.Schedule, req *st
 	if !s.now.Before(req.ExpiresAt) {
 		return s.expire(ctx, sc, req, req.PR, "", req.ExpiresAt)
 	}
-	if s.r.forge == nil || req.PR == 0 || req.Status != "pending" {
+	if s.r.forge == nil || req.PR == 0 || req.Status != ledger.StatusPending {
 		return nil
 	}
 	pr, err := s.r.forge.PullRequest(ctx, req.PR)
@@ -172,13 +172,13 @@ func (s *session) settleRequest(ctx context.Context, sc *model.Schedule, req *st
 		reason = "pull request closed without merging"
 	}
 	return s.j.Record(&ledger.Event{Event: ledger.ApprovalRejected, ScheduleID: sc.ID, Slot: req.Slot, IdempotencyKey: req.Key,
-		Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: "rejected", By: pr.ClosedBy,
+		Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: ledger.StatusRejected, By: pr.ClosedBy,
 		PR: req.PR, Error: reason, TraceID: req.TraceID, Mode: ledger.ModeScheduled})
 }
 
 func (s *session) expire(ctx context.Context, sc *model.Schedule, req *state.Approval, pr int, tokenID string, expires time.Time) error {
 	ev := &ledger.Event{Event: ledger.ApprovalExpired, ScheduleID: sc.ID, Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool,
-		Tier: int(sc.SafetyTier), Status: "expired", PR: pr, ExpiresAt: expires, Mode: ledger.ModeScheduled}
+		Tier: int(sc.SafetyTier), Status: ledger.StatusExpired, PR: pr, ExpiresAt: expires, Mode: ledger.ModeScheduled}
 	if req != nil {
 		ev.Slot, ev.IdempotencyKey, ev.TraceID = req.Slot, req.Key, req.TraceID
 	}
@@ -202,7 +202,7 @@ func (s *session) expire(ctx context.Context, sc *model.Schedule, req *state.App
 
 func (s *session) refuse(sc *model.Schedule, req *state.Approval, tokenID string, expires time.Time, why string) error {
 	ev := &ledger.Event{Event: ledger.ApprovalRefused, ScheduleID: sc.ID, Actor: sc.Actor, Tenant: sc.Tenant,
-		Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: "refused", Error: why, ExpiresAt: expires,
+		Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: ledger.StatusRefused, Error: why, ExpiresAt: expires,
 		Mode: ledger.ModeScheduled, Detail: tokenDetail(tokenID)}
 	if req != nil {
 		ev.Slot, ev.IdempotencyKey, ev.PR, ev.TraceID = req.Slot, req.Key, req.PR, req.TraceID
@@ -233,7 +233,7 @@ func (s *session) requestApproval(ctx context.Context, t *task, d gate.Decision)
 	sc := t.sched
 	expires := s.now.Add(sc.ApprovalTTL.D())
 	ev := &ledger.Event{Event: ledger.ApprovalRequested, ScheduleID: sc.ID, Slot: t.slot, IdempotencyKey: t.key,
-		Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: "pending",
+		Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: ledger.StatusPending,
 		Reason: ledger.ReasonApprovalPending, TraceID: t.traceID, Mode: t.mode, ExpiresAt: expires,
 		PayloadHash: approval.PayloadHash(sc.Payload), Error: strings.Join(d.ApprovalReasons, "; ")}
 	if d.Draft {

@@ -22,7 +22,7 @@ func (r *Runner) Reject(ctx context.Context, sc *model.Schedule, by, reason stri
 		}
 		s.dropToken(sc.ID)
 		return []*ledger.Event{{Event: ledger.ApprovalRejected, ScheduleID: sc.ID, Slot: req.Slot, IdempotencyKey: req.Key,
-			Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: "rejected", By: by,
+			Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: ledger.StatusRejected, By: by,
 			PR: req.PR, Error: reason, TraceID: req.TraceID, Mode: req.Mode}}, nil
 	})
 }
@@ -39,7 +39,7 @@ func (r *Runner) ReleaseDeadLetters(ctx context.Context, ref, by string) (*Repor
 				continue
 			}
 			ev := &ledger.Event{Event: ledger.DeadLetterReleased, ScheduleID: d.ScheduleID, Slot: d.Slot, IdempotencyKey: key,
-				Status: "released", TraceID: d.TraceID, Mode: d.Mode, By: by}
+				Status: ledger.StatusReleased, TraceID: d.TraceID, Mode: d.Mode, By: by}
 			if sc := r.cfg.Schedule(d.ScheduleID); sc != nil {
 				ev.Actor, ev.Tenant, ev.Tool, ev.Tier = sc.Actor, sc.Tenant, sc.TargetTool, int(sc.SafetyTier)
 			}
@@ -66,7 +66,7 @@ func (r *Runner) Resume(ctx context.Context, by string) (*Report, string, error)
 			return nil, usagef("the global budget is not paused")
 		}
 		period = st.Pause.Period
-		return []*ledger.Event{{Event: ledger.BudgetResumed, Status: "resumed", Period: period, By: by, SpentUSD: st.Spend.DayUSD}}, nil
+		return []*ledger.Event{{Event: ledger.BudgetResumed, Status: ledger.StatusResumed, Period: period, By: by, SpentUSD: st.Spend.DayUSD}}, nil
 	})
 	return rep, period, err
 }
@@ -83,7 +83,7 @@ func (r *Runner) PurgeMemory(ctx context.Context, task, by string, n int) (*Repo
 // (a missing or wrong signature).
 func (r *Runner) RefuseTrigger(ctx context.Context, event, reason, why string) (*Report, error) {
 	return r.record(ctx, "trigger", func(*session) ([]*ledger.Event, error) {
-		return []*ledger.Event{{Event: ledger.TriggerRefused, Status: "refused", Reason: reason, Error: why + " (event " + event + ")"}}, nil
+		return []*ledger.Event{{Event: ledger.TriggerRefused, Status: ledger.StatusRefused, Reason: reason, Error: why + " (event " + event + ")"}}, nil
 	})
 }
 

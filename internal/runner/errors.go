@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"errors"
 	"fmt"
 )
@@ -56,10 +55,4 @@ func kinded(err error) error {
 		return err
 	}
 	return &Error{Kind: ErrInfra, Err: err}
-}
-
-// interrupted reports whether err comes from a cancelled run (SIGINT or
-// SIGTERM), so messages can say so rather than blame the network.
-func interrupted(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }

@@ -50,7 +50,7 @@ func (s *session) runTask(ctx context.Context, t *task) {
 		defer s.mu.Unlock()
 		t.outcome.setResult(res, r.tail)
 		t.outcome.Action = ActionWouldRun
-		if res.Status == "dry_run" {
+		if res.Status == executor.StatusDryRun {
 			t.outcome.Action = ActionDryRun
 		}
 		s.progress(t)
@@ -63,7 +63,7 @@ func (s *session) runTask(ctx context.Context, t *task) {
 	req.OnWarning = func(w executor.Warning) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		ev := t.event(ledger.BudgetWarning, "warning")
+		ev := t.event(ledger.BudgetWarning, ledger.StatusWarning)
 		ev.Usage, ev.Threshold = w.Snapshot, w.Fraction
 		ev.Error = fmt.Sprintf("run reached %.0f%% of its %s budget", w.Fraction*100, w.Limit)
 		_ = s.j.Record(ev) // a failed append surfaces with the outcome's
@@ -77,7 +77,7 @@ func (s *session) runTask(ctx context.Context, t *task) {
 		s.report.Errors = append(s.report.Errors, err.Error())
 	}
 	s.progress(t)
-	if res.Status == "ok" {
+	if res.Status == executor.StatusOK {
 		s.route(ctx, t, res)
 	}
 	s.checkGlobalBudget()
@@ -86,13 +86,13 @@ func (s *session) runTask(ctx context.Context, t *task) {
 // recordResult writes a finished run's outcome, and its retry or dead
 // letter when it failed. Called with s.mu held.
 func (s *session) recordResult(t *task, res executor.Result) error {
-	if res.Status == "ok" {
-		ev := t.event(ledger.RunCompleted, "ok")
+	if res.Status == executor.StatusOK {
+		ev := t.event(ledger.RunCompleted, ledger.StatusOK)
 		ev.Usage, ev.Output = res.Usage, s.r.tail(res.Output)
 		t.outcome.Action = ActionRan
 		return s.j.Record(ev)
 	}
-	ev := t.event(ledger.RunFailed, "failed")
+	ev := t.event(ledger.RunFailed, ledger.StatusFailed)
 	ev.Reason, ev.Error, ev.Usage, ev.Output = res.Reason, res.Error, res.Usage, s.r.tail(res.Output)
 	if res.Exceeded != "" {
 		ev.Error = fmt.Sprintf("%s (%s limit)", res.Error, res.Exceeded)
@@ -102,7 +102,7 @@ func (s *session) recordResult(t *task, res executor.Result) error {
 	if res.Reason == ledger.ReasonBudgetExceeded {
 		// Retrying a run that blew its budget would spend it again: it goes
 		// straight to the dead letter, to be released by a human.
-		dl := t.event(ledger.RunDeadLettered, "dead_letter")
+		dl := t.event(ledger.RunDeadLettered, ledger.StatusDeadLetter)
 		dl.Attempt, dl.Error = t.attempt, ev.Error+"; not retried: raise the budget, then `astra dead-letter retry`"
 		t.outcome.DeadLettered = true
 		evs = append(evs, dl)
@@ -157,9 +157,9 @@ func (s *session) checkGlobalBudget() {
 			if frac < th || st.Alerted[state.AlertKey(p.period, s.now, th)] {
 				continue
 			}
-			kind, status := ledger.BudgetWarning, "warning"
+			kind, status := ledger.BudgetWarning, ledger.StatusWarning
 			if th >= 1 {
-				kind, status = ledger.BudgetExceeded, "exceeded"
+				kind, status = ledger.BudgetExceeded, ledger.StatusExceeded
 			}
 			ev := &ledger.Event{Event: kind, Status: status, Period: p.period, Threshold: th, SpentUSD: round(p.spent), LimitUSD: p.limit,
 				Error: fmt.Sprintf("%s spend $%.2f is %.0f%% of the $%.2f limit", p.period, p.spent, frac*100, p.limit)}

@@ -88,10 +88,10 @@ func raceBackoff(raced int) time.Duration {
 	return d + rand.N(d)
 }
 
-// LedgerPaths are the files and directories astra appends to; after a sync
+// ledgerPaths are the files and directories astra appends to; after a sync
 // they must match the branch tip. Approval tokens are not among them: on a
 // state branch they arrive on the default branch, through merged PRs.
-var LedgerPaths = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/" + ledger.ApprovalLog, state.MemoryDir + "/"}
+var ledgerPaths = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/" + ledger.ApprovalLog, state.MemoryDir + "/"}
 
 // pull fetches the branch astra commits to and puts its ledger files in
 // the worktree.
@@ -99,7 +99,7 @@ func (r *Runner) pull(ctx context.Context) error {
 	if err := r.git.Sync(ctx); err != nil && !errors.Is(err, gitops.ErrNoRemoteBranch) {
 		return infraf("fetching the remote ledger: %w", err)
 	}
-	for _, p := range LedgerPaths {
+	for _, p := range ledgerPaths {
 		if err := r.git.Materialize(p); err != nil {
 			return infraf("writing %s from the remote ledger: %w", p, err)
 		}
@@ -194,9 +194,9 @@ func (s *session) spill(ctx context.Context, cause error) error {
 	if err != nil {
 		return fmt.Errorf("%w; the events stay in the local commit only (spilling failed: %w)", cause, err)
 	}
-	s.report.Spilled = "astra/spill/" + name
+	s.report.Spilled = strings.TrimPrefix(gitops.SpillPrefix, "refs/heads/") + name
 	s.deleteSpills(ctx) // their events are in the new spill
-	return fmt.Errorf("%w; %d events were saved on branch astra/spill/%s and the next run will add them", cause, len(pending), name)
+	return fmt.Errorf("%w; %d events were saved on branch %s and the next run will add them", cause, len(pending), s.report.Spilled)
 }
 
 // deleteSpills removes the spill refs merged by this run, once their

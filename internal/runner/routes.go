@@ -25,7 +25,7 @@ func (s *session) route(ctx context.Context, t *task, res executor.Result) {
 	case model.RouteChainNext:
 		s.chain(ctx, t, res)
 	case model.RouteMemoryUpdate:
-		ev := memory.Stored(t.event(ledger.RunCompleted, "ok"), res.Output)
+		ev := memory.Stored(t.event(ledger.RunCompleted, ledger.StatusOK), res.Output)
 		if err := s.j.Record(ev); err != nil {
 			s.report.Errors = append(s.report.Errors, err.Error())
 		}
@@ -39,7 +39,7 @@ func (s *session) route(ctx context.Context, t *task, res executor.Result) {
 // or to the webhook, and records that it did.
 func (s *session) notify(ctx context.Context, t *task, res executor.Result) {
 	rr := t.sched.ResultRoute
-	ev := t.event(ledger.NotifySent, "ok")
+	ev := t.event(ledger.NotifySent, ledger.StatusOK)
 	body := fmt.Sprintf("astra ran **%s** (`%s`, %s)\n\n```\n%s\n```\n", t.sched.Name, t.runID(), t.slot.UTC().Format(time.RFC3339),
 		strings.TrimSpace(s.r.tail(res.Output)))
 	var err error
@@ -55,7 +55,7 @@ func (s *session) notify(ctx context.Context, t *task, res executor.Result) {
 		return // notify without a target: the L2 notice in the CI log is the notification
 	}
 	if err != nil {
-		ev.Status, ev.Error = "failed", s.r.opts.Redact.String(err.Error())
+		ev.Status, ev.Error = ledger.StatusFailed, s.r.opts.Redact.String(err.Error())
 		s.report.Errors = append(s.report.Errors, "notify: "+ev.Error)
 	}
 	if err := s.j.Record(ev); err != nil {

@@ -16,22 +16,21 @@ import (
 
 // task is one run the gates let through (or a dry run of one).
 type task struct {
-	kind       plan.Kind
-	sched      *model.Schedule
-	tool       *model.Tool
-	slot       time.Time
-	key        string
-	mode       string
-	attempt    int
-	traceID    string
-	grant      *grant // approval used by this run
-	previous   string // chain context: the previous step's output
-	eventData  string // triggering event payload, JSON
-	depth      int    // chain depth, 0 for a top-level run
-	toolCalls  int64  // tool calls spent by earlier steps of the chain
-	draft      *executor.Result
-	outcome    *Outcome
-	chainedOut []*task
+	kind      plan.Kind
+	sched     *model.Schedule
+	tool      *model.Tool
+	slot      time.Time
+	key       string
+	mode      string
+	attempt   int
+	traceID   string
+	grant     *grant // approval used by this run
+	previous  string // chain context: the previous step's output
+	eventData string // triggering event payload, JSON
+	depth     int    // chain depth, 0 for a top-level run
+	toolCalls int64  // tool calls spent by earlier steps of the chain
+	draft     *executor.Result
+	outcome   *Outcome
 }
 
 func (t *task) runID() string { return ledger.RunID(t.key, t.attempt) }
@@ -233,7 +232,7 @@ func (s *session) gate(ctx context.Context, t *task) (bool, error) {
 		case s.grants[t.sched.ID] != nil && s.grants[t.sched.ID].key == "":
 			t.grant = s.grants[t.sched.ID]
 			g := t.grant
-			ev := t.event(ledger.ApprovalApproved, "approved")
+			ev := t.event(ledger.ApprovalApproved, ledger.StatusApproved)
 			ev.By, ev.PR, ev.ExpiresAt, ev.Detail = g.by, g.pr, g.expires, tokenDetail(g.tokenID)
 			if err := s.record(ev); err != nil {
 				return false, err
@@ -256,14 +255,14 @@ func (s *session) gate(ctx context.Context, t *task) (bool, error) {
 
 // claim records that this runner owns t's slot until its deadline.
 func (s *session) claim(t *task) error {
-	ev := t.event(ledger.RunClaimed, "claimed")
+	ev := t.event(ledger.RunClaimed, ledger.StatusClaimed)
 	ev.Runner = s.r.opts.RunnerID
-	ev.ExpiresAt = s.now.Add(t.sched.Budget.MaxWallClock.D() + ClaimMargin)
+	ev.ExpiresAt = s.now.Add(t.sched.Budget.MaxWallClock.D() + claimMargin)
 	evs := []*ledger.Event{ev}
 	if g := t.grant; g != nil {
 		// Consumed as the run starts: one approval is one run, even if this
 		// runner dies before it finishes.
-		c := t.event(ledger.ApprovalConsumed, "consumed")
+		c := t.event(ledger.ApprovalConsumed, ledger.StatusConsumed)
 		c.By, c.PR, c.ExpiresAt, c.Detail = g.by, g.pr, g.expires, tokenDetail(g.tokenID)
 		evs = append(evs, c)
 		s.dropToken(t.sched.ID)
@@ -272,7 +271,7 @@ func (s *session) claim(t *task) error {
 }
 
 func (s *session) skipEvent(t *task, reason, detail string) *ledger.Event {
-	ev := t.event(ledger.RunSkipped, "skipped")
+	ev := t.event(ledger.RunSkipped, ledger.StatusSkipped)
 	ev.Reason, ev.Error = reason, detail
 	return ev
 }
@@ -289,7 +288,7 @@ func (s *session) skip(t *task, reason, detail string) error {
 // failure, then retries it per policy: never re-run while a claim is live.
 func (s *session) lost(t *task, o *state.Open) error {
 	detail := fmt.Sprintf("claimed by %s at %s; no outcome by its deadline %s", o.Runner, o.ClaimedAt.Format(time.RFC3339), o.Deadline.Format(time.RFC3339))
-	ev := t.event(ledger.RunFailed, "failed")
+	ev := t.event(ledger.RunFailed, ledger.StatusFailed)
 	ev.Reason, ev.Error = ledger.ReasonLost, detail
 	t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionLost, ledger.ReasonLost, detail
 	return s.record(append([]*ledger.Event{ev}, s.retryOrDeadLetter(t, detail)...)...)
@@ -300,14 +299,14 @@ func (s *session) lost(t *task, o *state.Open) error {
 func (s *session) retryOrDeadLetter(t *task, why string) []*ledger.Event {
 	r := t.sched.Retry
 	if t.attempt < r.MaxAttempts {
-		ev := t.event(ledger.RunRetryScheduled, "retry")
+		ev := t.event(ledger.RunRetryScheduled, ledger.StatusRetry)
 		ev.Attempt = t.attempt + 1
 		ev.RetryAt = s.now.Add(r.Backoff(t.attempt))
 		ev.Error = why
 		t.outcome.RetryAt = ev.RetryAt
 		return []*ledger.Event{ev}
 	}
-	ev := t.event(ledger.RunDeadLettered, "dead_letter")
+	ev := t.event(ledger.RunDeadLettered, ledger.StatusDeadLetter)
 	ev.Attempt, ev.Error = t.attempt, why
 	t.outcome.DeadLettered = true
 	return []*ledger.Event{ev}
@@ -333,7 +332,7 @@ func (r *Runner) request(t *task) executor.Request {
 func (r *Runner) tail(s string) string {
 	max := r.opts.OutputTail
 	if max <= 0 {
-		max = DefaultOutputTail
+		max = defaultOutputTail
 	}
 	if len(s) <= max {
 		return s

@@ -26,15 +26,15 @@ import (
 	"github.com/astra-gitops/astra/internal/state"
 )
 
-// DefaultLimit is how many candidates one run processes (seed 001 --limit).
-const DefaultLimit = 10
+// defaultLimit is how many candidates one run processes (seed 001 --limit).
+const defaultLimit = 10
 
-// DefaultOutputTail is how much of a tool's output the ledger keeps.
-const DefaultOutputTail = 1024
+// defaultOutputTail is how much of a tool's output the ledger keeps.
+const defaultOutputTail = 1024
 
-// ClaimMargin is added to a tool's wall clock before its claim counts as
+// claimMargin is added to a tool's wall clock before its claim counts as
 // lost: the time a runner needs to record and push an outcome.
-const ClaimMargin = 10 * time.Minute
+const claimMargin = 10 * time.Minute
 
 // Executor runs tools (internal/executor).
 type Executor interface {
@@ -82,7 +82,7 @@ func New(cfg *model.Config, opts Options, exec Executor, git Syncer, forge Forge
 		opts.Clock = time.Now
 	}
 	if opts.Limit <= 0 {
-		opts.Limit = DefaultLimit
+		opts.Limit = defaultLimit
 	}
 	if opts.MaxParallel <= 0 {
 		opts.MaxParallel = 1
@@ -172,7 +172,7 @@ func RepairLedger(store *ledger.Store, clock func() time.Time) (*ledger.Repaired
 	}
 	detail, _ := json.Marshal(rep)
 	j := state.NewJournal(store, st, tail, clock, false)
-	return rep, kinded(j.Record(&ledger.Event{Event: ledger.LedgerRepaired, Status: "ok", Detail: detail,
+	return rep, kinded(j.Record(&ledger.Event{Event: ledger.LedgerRepaired, Status: ledger.StatusOK, Detail: detail,
 		Error: fmt.Sprintf("cut %d bytes at offset %d of %s, kept %d complete lines", rep.Dropped, rep.Offset, rep.File, rep.Salvaged)}))
 }
 
@@ -200,7 +200,7 @@ func (s *session) syncSchedules() error {
 	seen := map[string]bool{}
 	for _, sc := range s.r.cfg.Schedules {
 		seen[sc.ID] = true
-		h := DefinitionHash(sc)
+		h := definitionHash(sc)
 		switch old, ok := st.Known[sc.ID]; {
 		case !ok:
 			evs = append(evs, scheduleEvent(ledger.ScheduleCreated, sc, h))
@@ -216,19 +216,19 @@ func (s *session) syncSchedules() error {
 	}
 	sort.Strings(gone)
 	for _, id := range gone {
-		evs = append(evs, &ledger.Event{Event: ledger.ScheduleDeleted, ScheduleID: id, Status: "deleted"})
+		evs = append(evs, &ledger.Event{Event: ledger.ScheduleDeleted, ScheduleID: id, Status: ledger.StatusDeleted})
 	}
 	return s.j.Record(evs...)
 }
 
 func scheduleEvent(kind ledger.Kind, sc *model.Schedule, hash string) *ledger.Event {
 	return &ledger.Event{Event: kind, ScheduleID: sc.ID, Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool,
-		Tier: int(sc.SafetyTier), Status: "ok", PayloadHash: hash}
+		Tier: int(sc.SafetyTier), Status: ledger.StatusOK, PayloadHash: hash}
 }
 
-// DefinitionHash identifies a schedule's resolved definition, so edits show
+// definitionHash identifies a schedule's resolved definition, so edits show
 // in the ledger as schedule.updated.
-func DefinitionHash(sc *model.Schedule) string {
+func definitionHash(sc *model.Schedule) string {
 	b, err := json.Marshal(sc)
 	if err != nil {
 		panic(err) // the loader only accepts JSON-compatible values

@@ -96,7 +96,7 @@ func (r *Runner) rollback(ctx context.Context, run, by string) (*Report, error) 
 	t.outcome.Kind = "rollback"
 	d := gate.Check(gate.Input{Schedule: sc, Policies: &r.cfg.Policies, State: s.state(), Now: s.now})
 	if d.Action == gate.Skip {
-		ev := t.event(ledger.RollbackFailed, "skipped")
+		ev := t.event(ledger.RollbackFailed, ledger.StatusSkipped)
 		ev.Reason, ev.Error, ev.By = d.Reason, d.Detail, by
 		t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionSkipped, d.Reason, d.Detail
 		if err := s.j.Record(ev); err != nil {

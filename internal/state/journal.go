@@ -107,9 +107,6 @@ func NewJournal(store *ledger.Store, st *State, tail ledger.Tail, clock func() t
 // State is the state as of the last recorded event.
 func (j *Journal) State() *State { return j.st }
 
-// Tail is where the ledger ends now.
-func (j *Journal) Tail() ledger.Tail { return j.tail }
-
 // Recorded lists what this journal recorded, in order (seq and prev as
 // written; a rebase assigns new ones).
 func (j *Journal) Recorded() []*ledger.Event { return j.recorded }

@@ -11,13 +11,13 @@ import (
 	"github.com/astra-gitops/astra/internal/ledger"
 )
 
-// ManualKeyTTL is how long a completed manual or event idempotency key is
+// manualKeyTTL is how long a completed manual or event idempotency key is
 // remembered (seed 003: 24h idempotency TTL). Scheduled slots need no
 // memory of their own: LastSlot covers them.
-const ManualKeyTTL = 24 * time.Hour
+const manualKeyTTL = 24 * time.Hour
 
-// RateWindow is the longest rate-limit window (per hour).
-const RateWindow = time.Hour
+// rateWindow is the longest rate-limit window (per hour).
+const rateWindow = time.Hour
 
 // Statuses of open slots.
 const (
@@ -160,29 +160,26 @@ func emptySnapshot() snapshot {
 	}
 }
 
-// Day and Month name the UTC periods budgets reset on.
+// Day names the UTC day budgets reset on; month the UTC month.
 func Day(t time.Time) string   { return t.UTC().Format(time.DateOnly) }
-func Month(t time.Time) string { return ledger.Month(t) }
+func month(t time.Time) string { return ledger.Month(t) }
 
-// PeriodOf names the budget period ("day" or "month") that t falls in.
-func PeriodOf(period string, t time.Time) string {
+// periodOf names the budget period ("day" or "month") that t falls in.
+func periodOf(period string, t time.Time) string {
 	if period == "month" {
-		return Month(t)
+		return month(t)
 	}
 	return Day(t)
 }
 
 // ResumedIn reports whether a human resumed the budget in the current period.
-func (s *State) ResumedIn(period string) bool { return s.Resumed[period+":"+PeriodOf(period, s.Now)] }
+func (s *State) ResumedIn(period string) bool { return s.Resumed[period+":"+periodOf(period, s.Now)] }
 
 // AlertKey names one alert threshold within one budget period, so each
 // alert is raised once per period.
 func AlertKey(period string, t time.Time, threshold float64) string {
-	return period + ":" + PeriodOf(period, t) + ":" + strconv.FormatFloat(threshold, 'g', -1, 64)
+	return period + ":" + periodOf(period, t) + ":" + strconv.FormatFloat(threshold, 'g', -1, 64)
 }
-
-// Schedule returns what the ledger knows of a schedule, or nil.
-func (s *State) Schedule(id string) *Schedule { return s.Schedules[id] }
 
 func (s *State) schedule(id string) *Schedule {
 	sc := s.Schedules[id]
@@ -263,8 +260,8 @@ type ConsumedDetail struct {
 	Token string `json:"token"`
 }
 
-// TokenIDOf reads the token id of an approval.consumed or refused event.
-func TokenIDOf(e *ledger.Event) string {
+// tokenIDOf reads the token id of an approval.consumed or refused event.
+func tokenIDOf(e *ledger.Event) string {
 	var d ConsumedDetail
 	if json.Unmarshal(e.Detail, &d) != nil {
 		return ""
@@ -298,7 +295,7 @@ func (s *State) Apply(e *ledger.Event) {
 			ScheduleID: e.ScheduleID, Slot: e.Slot, Mode: e.Mode, Status: OpenClaimed, Attempt: max(e.Attempt, 1),
 			ClaimedAt: e.TS, Deadline: e.ExpiresAt, Runner: e.Runner, TraceID: e.TraceID, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier,
 		})
-		if e.Actor != "" && e.TS.After(s.Now.Add(-RateWindow)) {
+		if e.Actor != "" && e.TS.After(s.Now.Add(-rateWindow)) {
 			s.ActorRuns[e.Actor] = append(s.ActorRuns[e.Actor], e.TS)
 		}
 	case ledger.RunCompleted, ledger.RunFailed:
@@ -348,12 +345,12 @@ func (s *State) Apply(e *ledger.Event) {
 		s.delOpen(e.IdempotencyKey)
 	case ledger.ApprovalRequested:
 		s.Approvals[e.ScheduleID] = &Approval{
-			Key: e.IdempotencyKey, Slot: e.Slot, Status: "pending", PR: e.PR, PayloadHash: e.PayloadHash,
+			Key: e.IdempotencyKey, Slot: e.Slot, Status: ledger.StatusPending, PR: e.PR, PayloadHash: e.PayloadHash,
 			RequestedAt: e.TS, ExpiresAt: e.ExpiresAt, TraceID: e.TraceID, Mode: e.Mode,
 		}
 	case ledger.ApprovalApproved:
 		if a := s.Approvals[e.ScheduleID]; a != nil {
-			a.Status, a.By = "approved", e.By
+			a.Status, a.By = ledger.StatusApproved, e.By
 			if e.PR != 0 {
 				a.PR = e.PR
 			}
@@ -367,11 +364,11 @@ func (s *State) Apply(e *ledger.Event) {
 		}
 	case ledger.ApprovalConsumed:
 		delete(s.Approvals, e.ScheduleID)
-		if id := TokenIDOf(e); id != "" {
+		if id := tokenIDOf(e); id != "" {
 			s.Consumed[id] = e.ExpiresAt
 		}
 	case ledger.ApprovalRefused:
-		if id := TokenIDOf(e); id != "" {
+		if id := tokenIDOf(e); id != "" {
 			s.Refused[id] = e.ExpiresAt
 		}
 	case ledger.BudgetWarning, ledger.BudgetExceeded:
@@ -379,12 +376,12 @@ func (s *State) Apply(e *ledger.Event) {
 			s.Alerted[AlertKey(e.Period, e.TS, e.Threshold)] = true
 		}
 	case ledger.BudgetPaused:
-		if PeriodOf(e.Period, e.TS) == PeriodOf(e.Period, s.Now) {
+		if periodOf(e.Period, e.TS) == periodOf(e.Period, s.Now) {
 			s.Pause = &Pause{Period: e.Period, Since: e.TS, Mode: e.Status}
 		}
 	case ledger.BudgetResumed:
 		s.Pause = nil
-		s.Resumed[e.Period+":"+PeriodOf(e.Period, e.TS)] = true
+		s.Resumed[e.Period+":"+periodOf(e.Period, e.TS)] = true
 	case ledger.ScheduleCreated, ledger.ScheduleUpdated:
 		sc := s.schedule(e.ScheduleID)
 		if e.Event == ledger.ScheduleCreated || sc.CreatedAt.IsZero() {
@@ -419,7 +416,7 @@ func (s *State) Checkpoint(ts time.Time) *ledger.Event {
 	snap := s.snapshot
 	snap.Done = map[string]time.Time{}
 	for k, t := range s.Done {
-		if ts.Sub(t) < ManualKeyTTL {
+		if ts.Sub(t) < manualKeyTTL {
 			snap.Done[k] = t
 		}
 	}
@@ -427,7 +424,7 @@ func (s *State) Checkpoint(ts time.Time) *ledger.Event {
 	snap.ActorRuns = map[string][]time.Time{}
 	for a, runs := range s.ActorRuns {
 		for _, t := range runs {
-			if ts.Sub(t) < RateWindow {
+			if ts.Sub(t) < rateWindow {
 				snap.ActorRuns[a] = append(snap.ActorRuns[a], t)
 			}
 		}
@@ -436,7 +433,7 @@ func (s *State) Checkpoint(ts time.Time) *ledger.Event {
 	if err != nil {
 		panic(err) // plain data only
 	}
-	return &ledger.Event{TS: ts, Event: ledger.LedgerCheckpoint, Status: "ok", Detail: detail}
+	return &ledger.Event{TS: ts, Event: ledger.LedgerCheckpoint, Status: ledger.StatusOK, Detail: detail}
 }
 
 // unexpired keeps the token ids that could still be presented at ts: an

@@ -25,12 +25,12 @@ type naive struct {
 	monthUSD    float64
 	actorRuns   map[string]int // claims in the last hour before now
 	approvals   map[string]int // open requests' PR by schedule
-	deadLetters int
+	deadLetters map[string]bool
 }
 
 func computeNaively(t *testing.T, root string, now time.Time) naive {
 	t.Helper()
-	n := naive{lastSlot: map[string]time.Time{}, consumed: map[string]int{}, open: map[string]string{}, actorRuns: map[string]int{}, approvals: map[string]int{}}
+	n := naive{lastSlot: map[string]time.Time{}, consumed: map[string]int{}, open: map[string]string{}, actorRuns: map[string]int{}, approvals: map[string]int{}, deadLetters: map[string]bool{}}
 	segs, err := ledger.Open(root, 0).Segments() // file order only
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +81,9 @@ func computeNaively(t *testing.T, root string, now time.Time) naive {
 				n.open[key] = "retry"
 			case "run.skipped":
 				delete(n.open, key)
+			case "run.dead_lettered":
+				delete(n.open, key)
+				n.deadLetters[key] = true
 			case "approval.requested":
 				n.approvals[id] = int(num("pr"))
 			}
@@ -140,6 +143,14 @@ func TestReplayAgreesWithNaiveComputation(t *testing.T) {
 	for id, pr := range n.approvals {
 		if a := st.Approvals[id]; a == nil || a.PR != pr {
 			t.Errorf("approval of %s: %+v, want PR %d", id, a, pr)
+		}
+	}
+	if len(n.deadLetters) == 0 || len(st.DeadLetters) != len(n.deadLetters) {
+		t.Errorf("dead letters: %d, want %d (and some)", len(st.DeadLetters), len(n.deadLetters))
+	}
+	for k := range n.deadLetters {
+		if st.DeadLetters[k] == nil {
+			t.Errorf("dead letter %s missing", k)
 		}
 	}
 }

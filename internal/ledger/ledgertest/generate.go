@@ -87,10 +87,14 @@ func Generate(root string, o Options) (ledger.Tail, error) {
 				s := base
 				s.Event, s.Status, s.Reason = ledger.RunSkipped, "skipped", skips[r.IntN(len(skips))]
 				evs = append(evs, &s)
-			case p < 98:
+			case p < 97:
 				s := base
 				s.Event, s.Status, s.Reason, s.Attempt = ledger.RunRetryScheduled, "retry", ledger.ReasonExit, 2
 				s.RetryAt = now.Add(10 * time.Second)
+				evs = append(evs, &s)
+			case p < 98:
+				s := base
+				s.Event, s.Status, s.Reason, s.Attempt, s.Error = ledger.RunDeadLettered, "dead_letter", ledger.ReasonExit, 3, "exit status 1"
 				evs = append(evs, &s)
 			default:
 				s := base
