@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/astra-gitops/astra/"
+
+// layers is the import layering of docs/design.md, as an allowlist: each
+// package may import only the astra packages listed (tests excepted).
+// Adding an edge means changing the design, here and there.
+var layers = map[string][]string{
+	"cmd/astra":                  {"internal/cli"},
+	"internal/cli":               {"*"}, // wiring: parses, calls, prints
+	"scripts/testsummary":        {},
+	"internal/diag":              {},
+	"internal/redact":            {},
+	"internal/cron":              {},
+	"internal/ledger":            {},
+	"internal/approval":          {},
+	"internal/gittest":           {},
+	"internal/gitops":            {},
+	"internal/forge":             {},
+	"internal/scaffold":          {},
+	"internal/model":             {"internal/cron", "internal/diag"},
+	"internal/config":            {"internal/cron", "internal/diag", "internal/model"},
+	"internal/state":             {"internal/ledger"},
+	"internal/ledger/ledgertest": {"internal/ledger"},
+	"internal/forge/githubtest":  {},
+	"internal/gate":              {"internal/ledger", "internal/model", "internal/state"},
+	"internal/plan":              {"internal/ledger", "internal/model", "internal/state"},
+	"internal/introspect":        {"internal/ledger", "internal/model", "internal/state"},
+	"internal/memory":            {"internal/ledger", "internal/model", "internal/state"},
+	"internal/executor":          {"internal/ledger", "internal/model", "internal/redact"},
+	"internal/tools":             {"internal/introspect", "internal/ledger", "internal/model", "internal/state"},
+	"internal/runner": {"internal/approval", "internal/executor", "internal/forge", "internal/gate", "internal/gitops",
+		"internal/introspect", "internal/ledger", "internal/memory", "internal/model", "internal/plan", "internal/redact", "internal/state"},
+	"internal/report": {"internal/diag", "internal/introspect", "internal/ledger", "internal/model", "internal/runner", "internal/state"},
+}
+
+// thirdParty confines libraries to the one package that wraps each.
+var thirdParty = map[string][]string{
+	"github.com/spf13/":           {"internal/cli"},
+	"github.com/go-git/":          {"internal/gitops", "internal/forge/githubtest"},
+	"github.com/google/go-github": {"internal/forge", "internal/forge/githubtest"},
+}
+
+// TestLayering holds every package to its place in the layering: a domain
+// package never reaches up to the runner or the CLI, git and GitHub stay
+// behind gitops and forge, and only the CLI knows about cobra and viper.
+func TestLayering(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", "../../...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	seen := map[string]bool{}
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(p.ImportPath, module)
+		allowed, ok := layers[name]
+		if !ok {
+			t.Errorf("%s is not in the layering: add it to docs/design.md and this test", name)
+			continue
+		}
+		seen[name] = true
+		for _, imp := range p.Imports {
+			if dep, ours := strings.CutPrefix(imp, module); ours {
+				if !slices.Contains(allowed, "*") && !slices.Contains(allowed, dep) {
+					t.Errorf("%s imports %s, which the layering does not allow", name, dep)
+				}
+				continue
+			}
+			for prefix, owners := range thirdParty {
+				if strings.HasPrefix(imp, prefix) && !slices.Contains(owners, name) {
+					t.Errorf("%s imports %s; only %s may", name, imp, strings.Join(owners, ", "))
+				}
+			}
+		}
+	}
+	for name := range layers {
+		if !seen[name] {
+			t.Errorf("the layering names %s, which does not exist", name)
+		}
+	}
+}
