@@ -25,7 +25,7 @@ func (a *app) approvalsCmd() *cobra.Command {
 		Long: `Runs that need a human (tier 2, task policy auto_execute: false, tools with
 requires_approval, autonomy L0/L1) wait for an approval. In CI each request
 is a pull request: merge it to approve one run, close it to reject. Locally,
-'approve' writes the token file a merge would bring (seed 000), and 'reject'
+'approve' writes the token file a merge would bring, and 'reject'
 records the rejection in the ledger.`,
 	}
 	cmd.AddCommand(a.approvalsListCmd(), a.approveCmd("approve"), a.rejectCmd())
@@ -125,7 +125,7 @@ func (a *app) approveCmd(use string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   use + " <schedule>",
 		Short: "Approve the pending (or next) run of a schedule with a local token file",
-		Long: `approve writes var/approvals/pending/<schedule_id>.token (seed 000) for the
+		Long: `approve writes var/approvals/pending/<schedule_id>.token for the
 schedule's open request, or, when none is open, for its next due run. The
 token names the slot and the payload hash, expires after --ttl, is signed
 when ASTRA_APPROVAL_SECRET is set, and is used once. When the task policy

@@ -15,8 +15,8 @@ func (a *app) budgetCmd() *cobra.Command {
 		Use:   "budget",
 		Short: "Show per-schedule run budgets and global spend against the limits",
 		Long: `budget shows, for today (UTC), each tier-1+ schedule's per-day run budget
-(seed 000: per_day, consumed, left, last_reset) and the global spend of the
-day and the month against the limits in policies (seed 002), with the alert
+(per_day, consumed, left, last_reset) and the global spend of the day and
+the month against the limits in policies, with the alert
 level reached and any pause.`,
 		Example: `  astra budget
   astra budget --json

@@ -2,10 +2,15 @@ package cli
 
 import (
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 )
 
@@ -91,4 +96,54 @@ func shellWords(s string) ([]string, error) {
 		words = append(words, cur.String())
 	}
 	return words, nil
+}
+
+// internalNames are names of the documents astra was designed from; users
+// never saw them, so user-facing text must not use them.
+var internalNames = regexp.MustCompile(`(?i)\bseeds? ?0\d\d\b|\bZORA\b|Spaceduck|Chad-Core|GlobalBudgetGuard|BudgetGuard|\bthe brief\b`)
+
+// TestNoInternalNamesInUserText: --help of every command and flag, the
+// JSON Schemas, the README and the files `astra init` writes speak the
+// user's language.
+func TestNoInternalNamesInUserText(t *testing.T) {
+	a := &app{v: viper.New()}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, text := range []string{c.Short, c.Long, c.Example} {
+			if m := internalNames.FindString(text); m != "" {
+				t.Errorf("%s --help says %q", c.CommandPath(), m)
+			}
+		}
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if m := internalNames.FindString(f.Usage); m != "" {
+				t.Errorf("%s --%s says %q", c.CommandPath(), f.Name, m)
+			}
+		})
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(a.rootCmd())
+	files, _ := filepath.Glob("../../schema/*.json")
+	files = append(files, "../../README.md")
+	err := filepath.WalkDir("../scaffold/files", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if m := internalNames.FindString(line); m != "" {
+				t.Errorf("%s:%d says %q", f, i+1, m)
+			}
+		}
+	}
 }

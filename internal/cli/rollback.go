@@ -11,8 +11,8 @@ func (a *app) rollbackCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rollback <run>",
 		Short: "Run a completed run's compensating command (the tool's rollback)",
-		Long: `rollback runs the rollback command of the tool of a completed run (seed 003
-compensating actions), through the same gates as the run: scopes, rate
+		Long: `rollback runs the rollback command of the tool of a completed run (a
+compensating action), through the same gates as the run: scopes, rate
 limits, budgets. You running it is the approval; when the task policy names
 an approver role, --by must be one of its logins. It records
 rollback.completed or rollback.failed. A tool without a rollback says so.`,

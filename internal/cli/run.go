@@ -41,6 +41,6 @@ schedule per minute; a key that completed is never run again.`,
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&key, "idempotency-key", "", "the run's idempotency key (seed 003); a key that completed never runs again")
+	cmd.Flags().StringVar(&key, "idempotency-key", "", "the run's idempotency key; a key that completed never runs again")
 	return cmd
 }

@@ -30,7 +30,7 @@ ledger error (nothing ran), 3 git or GitHub error after retries.`,
 		Example: `  astra run-due --dry-run
   astra run-due --now 2026-11-23T09:00:00Z --dry-run --json
   astra run-due --only morning_health_check --no-push
-  astra run-due --schedule-type climate.weekly_plan_suggest --tenant-id zora --limit 5
+  astra run-due --schedule-type climate.weekly_plan_suggest --tenant-id acme --limit 5
   astra run-due --shard 2/4        # this runner takes its share of the schedules`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -23,7 +23,7 @@ var settings = []struct {
 	{"git.author_name", "author and committer of astra's commits", "astra[bot]"},
 	{"git.author_email", "their email", "astra[bot]@users.noreply.github.com"},
 	{"github.approvals", "open approval pull requests when GITHUB_TOKEN and GITHUB_REPOSITORY are set (false: local token files only)", true},
-	{"run.limit", "candidates processed per run (seed 001 --limit)", 10},
+	{"run.limit", "candidates processed per run (--limit)", 10},
 	{"run.max_parallel", "tasks run at once", 1},
 }
 
@@ -61,7 +61,11 @@ func checkSettingKeys(v *viper.Viper, file string) error {
 func settingsHelp() string {
 	var b strings.Builder
 	for _, s := range settings {
-		fmt.Fprintf(&b, "  %-24s %s (default %v)\n", s.key, s.doc, s.def)
+		def := ""
+		if s.def != "" {
+			def = fmt.Sprintf(" (default %v)", s.def)
+		}
+		fmt.Fprintf(&b, "  %-24s %s%s\n", s.key, s.doc, def)
 	}
 	return b.String()
 }

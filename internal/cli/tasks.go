@@ -9,7 +9,7 @@ import (
 func (a *app) tasksCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tasks",
-		Short: "Query run history from the ledger (seed 000 introspection)",
+		Short: "Query run history from the ledger",
 		Example: `  astra tasks list --status failed --since 24h
   astra tasks last-failed
   astra tasks by-trace 4bf92f3577b34da6a3ce929d0e0e4736`,

@@ -229,7 +229,7 @@ func (m *merger) add(rel string, doc *yaml.Node, p *model.Policies) {
 		}
 		k := tp.Tenant + "\x00" + tp.TaskType
 		if prev, ok := m.tpAt[k]; ok {
-			m.diags.Errorf(tp.Meta.Pos, "one policy per task type per tenant (seed 001 unique constraint)",
+			m.diags.Errorf(tp.Meta.Pos, "one policy per task type per tenant",
 				"task policy for %q (tenant %q) is already defined at %s", tp.TaskType, tp.Tenant, prev)
 			continue
 		}

@@ -59,7 +59,7 @@ type Schedule struct {
 	ID             string         `yaml:"id" json:"id" doc:"Stable identifier; derived from tenant and name when absent."`
 	Name           string         `yaml:"name" json:"name" doc:"Human name, unique per tenant." required:"true"`
 	Description    string         `yaml:"description" json:"description,omitempty"`
-	Type           string         `yaml:"type" json:"type" doc:"Schedule type (ZORA schedule_type) used by --schedule-type; defaults to target_tool."`
+	Type           string         `yaml:"type" json:"type" doc:"Schedule type, a filter for --schedule-type; defaults to target_tool."`
 	Tenant         string         `yaml:"tenant" json:"tenant,omitempty" doc:"Owning tenant; selects tenant task policies."`
 	Cron           string         `yaml:"cron" json:"cron,omitempty" doc:"5-field cron expression, @daily-style descriptor or @every <duration>."`
 	Frequency      string         `yaml:"frequency" json:"frequency,omitempty" doc:"Shorthand instead of cron." enum:"hourly,daily,weekly,monthly"`

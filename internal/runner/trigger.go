@@ -87,7 +87,7 @@ func (r *Runner) rollback(ctx context.Context, run, by string) (*Report, error) 
 	}
 	tool := r.cfg.Policies.Tools[sc.TargetTool]
 	if tool == nil || len(tool.Rollback) == 0 {
-		return nil, usagef("tool %s has no rollback command: undo %s by hand (seed 003: rollback is best-effort)", sc.TargetTool, target.RunID)
+		return nil, usagef("tool %s has no rollback command: undo %s by hand (rollback is best-effort)", sc.TargetTool, target.RunID)
 	}
 	comp := *tool
 	comp.Kind, comp.Command, comp.DryRunSupported = model.KindExec, tool.Rollback, false
