@@ -1,16 +1,60 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/spf13/cobra"
 )
 
+// runDueOptions are run-due's flags.
+type runDueOptions struct {
+	run    runFlags
+	filter plan.Filter
+	limit  int
+	only   []string // schedule ids or names
+	shard  string   // K/N
+}
+
+func (o *runDueOptions) addFlags(cmd *cobra.Command) {
+	o.run.register(cmd)
+	cmd.Flags().IntVar(&o.limit, "limit", 0, "process at most N due candidates (default run.limit, 10); the rest wait for the next run")
+	cmd.Flags().StringVar(&o.filter.ScheduleType, "schedule-type", "", "only schedules of this type")
+	cmd.Flags().StringVar(&o.filter.Tenant, "tenant-id", "", "only schedules of this tenant")
+	cmd.Flags().StringSliceVar(&o.only, "only", nil, "only these schedules (ids or names, repeatable)")
+	cmd.Flags().StringVar(&o.shard, "shard", "", "K/N: take the schedules whose id hashes to shard K of N")
+}
+
+// runRunDue is `astra run-due`.
+func (a *app) runRunDue(ctx context.Context, o runDueOptions) error {
+	var err error
+	if o.filter.Shard, o.filter.Of, err = plan.ParseShard(o.shard); err != nil {
+		return usageErrorf("%v", err)
+	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+	for _, ref := range o.only {
+		s := cfg.Schedule(ref)
+		if s == nil {
+			return usageErrorf("--only %q: no such schedule (see `astra schedules list`)", ref)
+		}
+		o.filter.Only = append(o.filter.Only, s.ID)
+	}
+	if o.limit == 0 {
+		o.limit = a.v.GetInt("run.limit")
+	}
+	r, err := a.newRunner(cfg, o.run, o.filter, o.limit)
+	if err != nil {
+		return err
+	}
+	rep, err := r.RunDue(ctx)
+	return a.finishRun(rep, err)
+}
+
 func (a *app) runDueCmd() *cobra.Command {
-	var f runFlags
-	var filter plan.Filter
-	var limit int
-	var only []string
-	var shard string
+	var o runDueOptions
 	cmd := &cobra.Command{
 		Use:   "run-due",
 		Short: "Run every schedule that is due, under every gate, and record it all",
@@ -33,38 +77,8 @@ ledger error (nothing ran), 3 git or GitHub error after retries.`,
   astra run-due --schedule-type climate.weekly_plan_suggest --tenant-id acme --limit 5
   astra run-due --shard 2/4        # this runner takes its share of the schedules`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var err error
-			if filter.Shard, filter.Of, err = plan.ParseShard(shard); err != nil {
-				return usageErrorf("%v", err)
-			}
-			cfg, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
-			for _, ref := range only {
-				s := cfg.Schedule(ref)
-				if s == nil {
-					return usageErrorf("--only %q: no such schedule (see `astra schedules list`)", ref)
-				}
-				filter.Only = append(filter.Only, s.ID)
-			}
-			if limit == 0 {
-				limit = a.v.GetInt("run.limit")
-			}
-			r, err := a.newRunner(cfg, f, filter, limit)
-			if err != nil {
-				return err
-			}
-			rep, err := r.RunDue(cmd.Context())
-			return a.finishRun(rep, err)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runRunDue(cmd.Context(), o) },
 	}
-	f.register(cmd)
-	cmd.Flags().IntVar(&limit, "limit", 0, "process at most N due candidates (default run.limit, 10); the rest wait for the next run")
-	cmd.Flags().StringVar(&filter.ScheduleType, "schedule-type", "", "only schedules of this type")
-	cmd.Flags().StringVar(&filter.Tenant, "tenant-id", "", "only schedules of this tenant")
-	cmd.Flags().StringSliceVar(&only, "only", nil, "only these schedules (ids or names, repeatable)")
-	cmd.Flags().StringVar(&shard, "shard", "", "K/N: take the schedules whose id hashes to shard K of N")
+	o.addFlags(cmd)
 	return cmd
 }
