@@ -73,8 +73,9 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Identity, error) {
 	}
 	var iss *model.Issuer
 	for _, i := range v.issuers {
-		if i != nil && i.Issuer == unverified.Issuer {
+		if i != nil && i.Issuer != "" && i.Issuer == unverified.Issuer {
 			iss = i
+			break
 		}
 	}
 	if iss == nil {

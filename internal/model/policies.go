@@ -56,7 +56,7 @@ type TaskPolicy struct {
 	Tenant       string `yaml:"tenant" json:"tenant,omitempty" doc:"Empty for the global policy."`
 	AutoExecute  bool   `yaml:"auto_execute" json:"auto_execute" doc:"false: every run needs an approval (default true)."`
 	MaxRiskLevel Risk   `yaml:"max_risk_level" json:"max_risk_level,omitempty" doc:"Tools riskier than this need an approval."`
-	ApproverRole string `yaml:"approver_role" json:"approver_role,omitempty" doc:"Role in approvers whose members may approve."`
+	ApproverRole string `yaml:"approver_role" json:"approver_role,omitempty" doc:"Role (under roles:) whose members may approve this task type, instead of permissions.approve."`
 	Description  string `yaml:"description" json:"description,omitempty"`
 }
 
