@@ -29,6 +29,7 @@ package identity
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -86,12 +87,12 @@ func PullRequestIdentity(login string) Identity {
 // Refusals of Resolve, matched with errors.Is.
 var (
 	ErrUnknown  = errors.New("unknown identity")
-	ErrMismatch = errors.New("--by is not who is acting")
+	ErrMismatch = errors.New("--by names someone else")
 )
 
 // Env is what Resolve looks at.
 type Env struct {
-	Getenv     func(string) string    // the process environment
+	Getenv     func(string) string    // the process environment (nil: os.Getenv)
 	GitEmail   func() (string, error) // git config user.email; see GitEmail
 	Identities map[string]string      // policies' identities: email -> login
 	By         string                 // the --by flag, "" when not given
@@ -102,6 +103,9 @@ type Env struct {
 // On error the Identity still holds what is known (the GitHub actor, the
 // email), so the refusal can be recorded with it.
 func Resolve(env Env) (Identity, error) {
+	if env.Getenv == nil {
+		env.Getenv = os.Getenv
+	}
 	by := strings.TrimPrefix(strings.TrimSpace(env.By), "@")
 	if env.Getenv("GITHUB_ACTIONS") == "true" {
 		id := Identity{Login: env.Getenv("GITHUB_TRIGGERING_ACTOR"), Source: SourceGitHubActions, Verified: true}
@@ -112,7 +116,7 @@ func Resolve(env Env) (Identity, error) {
 		case id.Login == "":
 			return Identity{}, fmt.Errorf("%w: GITHUB_ACTIONS is true but GITHUB_ACTOR is not set", ErrUnknown)
 		case by != "" && !strings.EqualFold(by, id.Login):
-			return id, fmt.Errorf("%w: --by %s, but GitHub says %s is acting; in CI the identity is GitHub's, drop --by", ErrMismatch, by, id.Login)
+			return id, fmt.Errorf("%w: %s, but GitHub says %s is acting; in CI the identity is GitHub's, drop --by", ErrMismatch, by, id.Login)
 		}
 		return id, nil
 	}
@@ -143,7 +147,7 @@ func Resolve(env Env) (Identity, error) {
 		return Identity{Source: SourceGitConfig, Email: email}, fmt.Errorf("%w: %s is not mapped to a GitHub login; add `identities: {%s: <your GitHub login>}` in policies/ (reviewed like any policy change)", ErrUnknown, email, email)
 	}
 	if by != "" && !strings.EqualFold(by, id.Login) {
-		return id, fmt.Errorf("%w: --by %s, but git config user.email %s is %s; drop --by, or use it only with --dry-run or --no-push", ErrMismatch, by, email, id.Login)
+		return id, fmt.Errorf("%w: %s, but git config user.email %s is %s; drop --by, or use it only with --dry-run or --no-push", ErrMismatch, by, email, id.Login)
 	}
 	return id, nil
 }
