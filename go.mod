@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/chromedp/chromedp v0.23.0 // tests only: drives headless Chromium for the dashboard test
 	github.com/go-git/go-git/v5 v5.19.3 // mandated: all git work (internal/gitops) and the fake GitHub's real repository
+	github.com/go-jose/go-jose/v4 v4.1.8 // JWT and JWKS for trigger callers (internal/identity): no dependencies, explicit algorithm allow-list, the JOSE core under coreos/go-oidc
 	github.com/google/go-github/v60 v60.0.0 // mandated: GitHub REST client and its types (internal/forge)
 	github.com/klauspost/compress v1.20.3 // mandated: gzip ledger members, fast zlib for loose objects
 	github.com/robfig/cron/v3 v3.0.1

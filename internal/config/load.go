@@ -187,8 +187,9 @@ type merger struct {
 }
 
 func newMerger(diags *diag.List) *merger {
+	roles := map[string][]string{} // approvers: is the older name of roles:
 	return &merger{
-		p:       model.Policies{Tools: map[string]*model.Tool{}, Approvers: map[string][]string{}},
+		p:       model.Policies{Tools: map[string]*model.Tool{}, Approvers: roles, Roles: roles, Meta: model.Meta{Keys: map[string]diag.Pos{}}},
 		diags:   diags,
 		roleAt:  map[string]diag.Pos{},
 		actorAt: map[string]diag.Pos{},
@@ -255,23 +256,7 @@ func (m *merger) add(rel string, doc *yaml.Node, p *model.Policies) {
 			m.p.Budget = p.Budget
 		}
 	}
-	for role, who := range p.Approvers {
-		pos := keyPos("approvers", role)
-		if prev, ok := m.roleAt[role]; ok {
-			m.diags.Errorf(pos, "list every approver of a role in one place", "approver role %q is already defined at %s", role, prev)
-			continue
-		}
-		m.roleAt[role] = pos
-		m.p.Approvers[role] = who
-		if len(who) == 0 {
-			m.diags.Errorf(pos, "list GitHub logins or @org/team slugs", "approver role %q lists nobody", role)
-		}
-		for _, w := range who {
-			if !loginRe.MatchString(w) {
-				m.diags.Errorf(pos, "use a GitHub login or @org/team", "approver %q of role %q is not a GitHub login or team", w, role)
-			}
-		}
-	}
+	m.addIdentity(rel, doc, p)
 }
 
 // lookup finds the key node section.name in a mapping document.

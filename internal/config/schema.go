@@ -33,7 +33,7 @@ func scheduleSchema() []byte {
 // policiesSchema is the JSON Schema of a policies/*.yaml document.
 func policiesSchema() []byte {
 	g := newSchemaGen()
-	return g.doc("astra policies", "Tools, task policies, actors, the global budget and approvers; sections may be split across files.",
+	return g.doc("astra policies", "Tools, task policies, actors, the global budget, roles, permissions, identities and issuers; sections may be split across files.",
 		g.of(reflect.TypeFor[model.Policies]()))
 }
 

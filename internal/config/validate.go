@@ -26,6 +26,7 @@ func validate(root string, cfg *model.Config, diags *diag.List) {
 	p := &cfg.Policies
 	validateTools(root, p, diags)
 	validatePolicies(cfg, diags)
+	validateIdentity(cfg, diags)
 	ids := map[string]*model.Schedule{}
 	for _, s := range cfg.Schedules {
 		validateSchedule(cfg, s, diags)
@@ -259,8 +260,8 @@ func validatePolicies(cfg *model.Config, diags *diag.List) {
 		if tp.Tenant != "" && !tenants[tp.Tenant] {
 			diags.Warnf(m.At("tenant"), "", "no schedule belongs to tenant %q", tp.Tenant)
 		}
-		if tp.ApproverRole != "" && p.Approvers[tp.ApproverRole] == nil {
-			diags.Errorf(m.At("approver_role"), "define it under approvers:", "approver role %q is not defined", tp.ApproverRole)
+		if _, ok := p.Roles[tp.ApproverRole]; tp.ApproverRole != "" && !ok {
+			diags.Errorf(m.At("approver_role"), "define it under roles:", "approver role %q is not defined", tp.ApproverRole)
 		}
 	}
 	for _, a := range p.Actors {

@@ -10,11 +10,19 @@ const (
 
 // Policies is everything under policies/*.yaml, merged across files.
 type Policies struct {
+	// Meta.Keys holds where merged entries were written, keyed
+	// "<section>.<name>": roles.founder, permissions.approve,
+	// identities.<email>.
+	Meta         Meta                `yaml:"-" json:"-"`
 	Tools        map[string]*Tool    `yaml:"tools" json:"tools" doc:"Tool catalog, keyed by tool name."`
 	TaskPolicies []*TaskPolicy       `yaml:"task_policies" json:"task_policies" doc:"Per task type (tool) auto-execute rules, with tenant overrides."`
 	Actors       []*Actor            `yaml:"actors" json:"actors"`
 	Budget       GlobalBudget        `yaml:"budget" json:"budget"`
-	Approvers    map[string][]string `yaml:"approvers" json:"approvers" doc:"Role name to GitHub logins or @org/team slugs allowed to approve."`
+	Approvers    map[string][]string `yaml:"approvers" json:"approvers" doc:"Older name of roles, still accepted; once loaded it holds the same roles as roles."`
+	Roles        map[string][]string `yaml:"roles" json:"roles" doc:"Role name to GitHub logins or @org/team slugs."`
+	Permissions  map[string][]string `yaml:"permissions" json:"permissions" doc:"Verb (approve, reject, resume, dead_letter_retry, memory_purge, run, trigger, rollback, init_force) to the roles allowed; a verb left out takes approve's roles."`
+	Identities   map[string]string   `yaml:"identities" json:"identities" doc:"git config user.email to GitHub login, for commands run outside CI."`
+	Issuers      []*Issuer           `yaml:"issuers" json:"issuers" doc:"OIDC issuers whose JWTs may trigger events."`
 }
 
 // Tool is one entry of the tool catalog (seed 003 ToolMetadata plus how to run it).
@@ -48,7 +56,7 @@ type TaskPolicy struct {
 	Tenant       string `yaml:"tenant" json:"tenant,omitempty" doc:"Empty for the global policy."`
 	AutoExecute  bool   `yaml:"auto_execute" json:"auto_execute" doc:"false: every run needs an approval (default true)."`
 	MaxRiskLevel Risk   `yaml:"max_risk_level" json:"max_risk_level,omitempty" doc:"Tools riskier than this need an approval."`
-	ApproverRole string `yaml:"approver_role" json:"approver_role,omitempty" doc:"Role in approvers whose members may approve."`
+	ApproverRole string `yaml:"approver_role" json:"approver_role,omitempty" doc:"Role (under roles:) whose members may approve this task type, instead of permissions.approve."`
 	Description  string `yaml:"description" json:"description,omitempty"`
 }
 
@@ -59,6 +67,7 @@ type Actor struct {
 	Scopes    []string  `yaml:"scopes" json:"scopes" doc:"Granted capabilities: exact, prefix.* or *."`
 	RateLimit RateLimit `yaml:"rate_limit" json:"rate_limit"`
 	Autonomy  Autonomy  `yaml:"autonomy" json:"autonomy" doc:"Default autonomy level (default L2)."`
+	AllowedIn []string  `yaml:"allowed_in" json:"allowed_in,omitempty" doc:"Schedule files that may use this actor, as globs such as schedules/ops/** (default: any)."`
 }
 
 // RateLimit bounds how many runs an actor starts.

@@ -155,16 +155,24 @@ func hasOwnConfig(root string) bool {
 
 type appendix struct{ rel, marker, text string }
 
+// ownedPaths are what CODEOWNERS gives an owner: everything that decides
+// what runs, as whom, and who may decide it.
+var ownedPaths = []string{"/.astra.yaml", "/.github/CODEOWNERS", "/.github/workflows/", "/policies/", "/schedules/", "/scripts/tools/", "/var/approvals/"}
+
 // appends are the lines added to files a repository may already have.
 func appends(owner string) []appendix {
-	codeowners := "# astra: policies and approvals decide what runs unattended; they need an owner's review.\n"
+	codeowners := "# astra: schedules, policies, approvals and tool scripts decide what runs unattended and as whom.\n" +
+		"# A code owner must review changes to them once branch protection requires it (see astra's README).\n"
+	line := "%s %s\n"
 	if owner == "" {
-		codeowners += "# Set an owner (astra init --owner @my-org/maintainers) and uncomment:\n# /policies/ @OWNER\n# /var/approvals/ @OWNER\n"
-	} else {
-		codeowners += fmt.Sprintf("/policies/ %s\n/var/approvals/ %s\n", owner, owner)
+		codeowners += "# Set an owner (astra init --owner @my-org/maintainers) and uncomment:\n"
+		line, owner = "# %s %s\n", "@OWNER"
+	}
+	for _, p := range ownedPaths {
+		codeowners += fmt.Sprintf(line, p, owner)
 	}
 	return []appendix{
-		{rel: path.Join(".github", "CODEOWNERS"), marker: "# astra:", text: codeowners},
+		{rel: path.Join(".github", "CODEOWNERS"), marker: "# astra: schedules, policies", text: codeowners},
 		{rel: ".gitattributes", marker: "diff=astra-ledger", text: "# astra: show ledger changes as text in git diff (git config diff.astra-ledger.textconv \"astra ledger cat\")\n" +
 			"var/**/*.ndjson.gz diff=astra-ledger\n"},
 	}

@@ -36,8 +36,10 @@ func TestInitValidates(t *testing.T) {
 		t.Error("the tool script is not executable")
 	}
 	owners, _ := os.ReadFile(filepath.Join(root, ".github/CODEOWNERS"))
-	if !strings.Contains(string(owners), "/policies/ @octo/maintainers\n/var/approvals/ @octo/maintainers\n") {
-		t.Errorf("CODEOWNERS:\n%s", owners)
+	for _, p := range []string{"/.astra.yaml", "/.github/CODEOWNERS", "/.github/workflows/", "/policies/", "/schedules/", "/scripts/tools/", "/var/approvals/"} {
+		if !strings.Contains(string(owners), "\n"+p+" @octo/maintainers\n") {
+			t.Errorf("CODEOWNERS does not give %s an owner:\n%s", p, owners)
+		}
 	}
 	again, err := Init(root, Options{Owner: "@octo/maintainers"})
 	if err != nil || len(again.Created)+len(again.Replaced)+len(again.Appended)+len(again.Conflicts) != 0 {
@@ -71,7 +73,25 @@ func TestInitNeverOverwrites(t *testing.T) {
 		t.Fatalf(".gitattributes:\n%s", attrs)
 	}
 	owners, _ := os.ReadFile(filepath.Join(root, ".github/CODEOWNERS"))
-	if !strings.HasPrefix(string(owners), "* @someone\n") || !strings.Contains(string(owners), "# /policies/ @OWNER") {
+	if !strings.HasPrefix(string(owners), "* @someone\n") || !strings.Contains(string(owners), "# /policies/ @OWNER\n# /schedules/ @OWNER\n") {
+		t.Fatalf("CODEOWNERS:\n%s", owners)
+	}
+}
+
+// TestInitWidensOldCodeowners: a CODEOWNERS written by an astra that owned
+// only policies/ and var/approvals/ gets the full list appended; the later
+// lines win in CODEOWNERS.
+func TestInitWidensOldCodeowners(t *testing.T) {
+	root := t.TempDir()
+	old := "# astra: policies and approvals decide what runs unattended; they need an owner's review.\n/policies/ @octo/a\n/var/approvals/ @octo/a\n"
+	os.MkdirAll(filepath.Join(root, ".github"), 0o755)
+	os.WriteFile(filepath.Join(root, ".github/CODEOWNERS"), []byte(old), 0o644)
+	res, err := Init(root, Options{Owner: "@octo/a"})
+	if err != nil || !slices.Contains(res.Appended, ".github/CODEOWNERS") {
+		t.Fatalf("%+v %v", res, err)
+	}
+	owners, _ := os.ReadFile(filepath.Join(root, ".github/CODEOWNERS"))
+	if !strings.HasPrefix(string(owners), old) || !strings.HasSuffix(string(owners), "/schedules/ @octo/a\n/scripts/tools/ @octo/a\n/var/approvals/ @octo/a\n") {
 		t.Fatalf("CODEOWNERS:\n%s", owners)
 	}
 }

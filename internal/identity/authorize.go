@@ -1,0 +1,123 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/astra-gitops/astra/internal/model"
+)
+
+// Teams answers team membership for role entries written "@org/team".
+type Teams interface {
+	IsTeamMember(ctx context.Context, org, team, login string) (bool, error)
+}
+
+// ApproverChecker is internal/forge's Client: IsApprover checks a login
+// against logins and @org/team entries, failing closed with a clear error
+// when a team cannot be read.
+type ApproverChecker interface {
+	IsApprover(ctx context.Context, login string, allowed []string) (bool, error)
+}
+
+// ForgeTeams answers team membership through a forge client.
+func ForgeTeams(c ApproverChecker) Teams { return forgeTeams{c} }
+
+type forgeTeams struct{ c ApproverChecker }
+
+func (f forgeTeams) IsTeamMember(ctx context.Context, org, team, login string) (bool, error) {
+	return f.c.IsApprover(ctx, login, []string{"@" + org + "/" + team})
+}
+
+// Decision is the answer of Authorize.
+type Decision struct {
+	Allowed bool
+	Role    string // the role that allowed it
+	Reason  string // plain words, for the message and the ledger
+	Err     error  // a team that could not be checked; the decision is a refusal
+}
+
+// RolesFor lists the roles that may perform verb. taskRole is the
+// approver_role of the task policy of the schedule concerned ("" when none
+// or when the verb concerns no schedule). approve takes taskRole when set,
+// else permissions.approve; any other verb takes its own permissions entry,
+// else what approve would take. An entry written as [] means nobody.
+func RolesFor(pol *model.Policies, verb, taskRole string) []string {
+	if verb != model.VerbApprove {
+		if roles, ok := pol.Permissions[verb]; ok {
+			return roles
+		}
+	}
+	if taskRole != "" {
+		return []string{taskRole}
+	}
+	return pol.Permissions[model.VerbApprove]
+}
+
+// Authorize decides whether id may perform verb. Logins are compared
+// case-insensitively without any API call; teams are asked of teams (nil
+// when GitHub is not configured: a team entry then cannot allow anyone).
+// A JWT caller may only trigger: the issuer's actors mapping that accepted
+// its token is its permission.
+func Authorize(ctx context.Context, pol *model.Policies, verb string, id Identity, teams Teams, taskRole string) Decision {
+	if id.Source == SourceJWT {
+		if verb != model.VerbTrigger {
+			return Decision{Reason: fmt.Sprintf("%s may not %s: a JWT caller may only trigger events", id, verb)}
+		}
+		return Decision{Allowed: true, Reason: fmt.Sprintf("%s may trigger: its issuer's mapping in policies accepts it", id)}
+	}
+	if id.Login == "" {
+		return Decision{Reason: fmt.Sprintf("an unknown identity may not %s", verb)}
+	}
+	roles := RolesFor(pol, verb, taskRole)
+	if len(roles) == 0 {
+		return Decision{Reason: fmt.Sprintf("nobody may %s: no role has this permission; name one under permissions: in policies/", verb)}
+	}
+	login := strings.TrimPrefix(id.Login, "@")
+	for _, role := range roles {
+		for _, m := range pol.Roles[role] {
+			if !strings.Contains(m, "/") && strings.EqualFold(strings.TrimPrefix(m, "@"), login) {
+				return Decision{Allowed: true, Role: role, Reason: fmt.Sprintf("%s is in role %s", id, role)}
+			}
+		}
+	}
+	var errs []error
+	for _, role := range roles {
+		for _, m := range pol.Roles[role] {
+			org, team, ok := strings.Cut(strings.TrimPrefix(m, "@"), "/")
+			if !ok {
+				continue
+			}
+			if teams == nil {
+				errs = append(errs, fmt.Errorf("team %s cannot be checked without GitHub (GITHUB_TOKEN and GITHUB_REPOSITORY)", m))
+				continue
+			}
+			in, err := teams.IsTeamMember(ctx, org, team, login)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if in {
+				return Decision{Allowed: true, Role: role, Reason: fmt.Sprintf("%s is in role %s (team %s)", id, role, m)}
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s is not in role ", id)
+	for i, role := range roles {
+		if i > 0 {
+			b.WriteString(" or ")
+		}
+		members := strings.Join(pol.Roles[role], ", ")
+		if members == "" {
+			members = "not defined"
+		}
+		fmt.Fprintf(&b, "%s (%s)", role, members)
+	}
+	d := Decision{Reason: b.String(), Err: errors.Join(errs...)}
+	if d.Err != nil {
+		d.Reason += "; " + d.Err.Error()
+	}
+	return d
+}

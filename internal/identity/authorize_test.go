@@ -1,0 +1,183 @@
+package identity
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/astra-gitops/astra/internal/forge"
+	"github.com/astra-gitops/astra/internal/forge/githubtest"
+	"github.com/astra-gitops/astra/internal/model"
+)
+
+func policies() *model.Policies {
+	return &model.Policies{
+		Roles: map[string][]string{
+			"founder": {"octocat", "@octo/founders"},
+			"ops":     {"Alice"},
+			"cfo":     {"carol"},
+		},
+		Permissions: map[string][]string{
+			model.VerbApprove:         {"founder"},
+			model.VerbDeadLetterRetry: {"ops", "founder"},
+			model.VerbRun:             {"ops", "founder"},
+			model.VerbTrigger:         {"ops"},
+			model.VerbInitForce:       {},
+		},
+	}
+}
+
+func TestRolesFor(t *testing.T) {
+	p := policies()
+	for _, c := range []struct {
+		verb, taskRole string
+		want           []string
+	}{
+		{model.VerbApprove, "", []string{"founder"}},
+		{model.VerbApprove, "cfo", []string{"cfo"}},        // the task policy's role replaces the default
+		{model.VerbReject, "", []string{"founder"}},        // no entry: approve's roles
+		{model.VerbReject, "cfo", []string{"cfo"}},         // ... for that schedule
+		{model.VerbRollback, "cfo", []string{"cfo"}},       // ... for that schedule
+		{model.VerbRun, "cfo", []string{"ops", "founder"}}, // its own entry wins
+		{model.VerbInitForce, "", []string{}},              // [] is nobody
+		{model.VerbMemoryPurge, "", []string{"founder"}},
+	} {
+		if got := RolesFor(p, c.verb, c.taskRole); !slices.Equal(got, c.want) {
+			t.Errorf("RolesFor(%s, %q) = %v, want %v", c.verb, c.taskRole, got, c.want)
+		}
+	}
+	if got := RolesFor(&model.Policies{}, model.VerbResume, ""); len(got) != 0 {
+		t.Errorf("approve without roles defaults to nobody, got %v", got)
+	}
+}
+
+// teamsFake answers from a fixed membership list, or fails.
+type teamsFake struct {
+	members map[string][]string // "org/team" -> logins
+	err     error
+	calls   int
+}
+
+func (f *teamsFake) IsTeamMember(_ context.Context, org, team, login string) (bool, error) {
+	f.calls++
+	if f.err != nil {
+		return false, f.err
+	}
+	return slices.Contains(f.members[org+"/"+team], login), nil
+}
+
+// TestAuthorizeEveryVerb: each verb with someone allowed, someone who is
+// not, and an unknown identity.
+func TestAuthorizeEveryVerb(t *testing.T) {
+	p := policies()
+	teams := &teamsFake{members: map[string][]string{"octo/founders": {"dana"}}}
+	ctx := context.Background()
+	gh := func(login string) Identity {
+		return Identity{Login: login, Source: SourceGitHubActions, Verified: true}
+	}
+	allowed := map[string]string{ // verb -> someone allowed
+		model.VerbApprove: "octocat", model.VerbReject: "dana", model.VerbResume: "octocat",
+		model.VerbDeadLetterRetry: "alice", model.VerbMemoryPurge: "dana", model.VerbRun: "alice",
+		model.VerbTrigger: "ALICE", model.VerbRollback: "octocat",
+	}
+	for _, verb := range model.Verbs {
+		t.Run(verb, func(t *testing.T) {
+			if who, ok := allowed[verb]; ok {
+				d := Authorize(ctx, p, verb, gh(who), teams, "")
+				if !d.Allowed || d.Role == "" || !strings.Contains(d.Reason, " is in role "+d.Role) {
+					t.Errorf("%s may %s: %+v", who, verb, d)
+				}
+			}
+			d := Authorize(ctx, p, verb, gh("mallory"), teams, "")
+			refused := strings.HasPrefix(d.Reason, "mallory (GitHub Actions) is not in role ") || verb == model.VerbInitForce
+			if d.Allowed || d.Err != nil || !refused {
+				t.Errorf("mallory may not %s: %+v", verb, d)
+			}
+			if d := Authorize(ctx, p, verb, Identity{Source: SourceGitConfig, Email: "eve@example.com"}, teams, ""); d.Allowed || !strings.Contains(d.Reason, "unknown identity") {
+				t.Errorf("unknown identity may not %s: %+v", verb, d)
+			}
+		})
+	}
+	if d := Authorize(ctx, p, model.VerbInitForce, gh("octocat"), teams, ""); d.Allowed || !strings.HasPrefix(d.Reason, "nobody may init_force") {
+		t.Errorf("permissions entry [] allows nobody: %+v", d)
+	}
+	d := Authorize(ctx, p, model.VerbTrigger, gh("mallory"), teams, "")
+	if d.Reason != "mallory (GitHub Actions) is not in role ops (Alice)" {
+		t.Errorf("reason = %q", d.Reason)
+	}
+	d = Authorize(ctx, p, model.VerbRun, gh("mallory"), teams, "")
+	if d.Reason != "mallory (GitHub Actions) is not in role ops (Alice) or founder (octocat, @octo/founders)" {
+		t.Errorf("reason = %q", d.Reason)
+	}
+}
+
+func TestAuthorizeTaskRoleAndClaims(t *testing.T) {
+	p := policies()
+	ctx := context.Background()
+	carol := Identity{Login: "carol", Source: SourceGitConfig, Email: "c@example.com", Verified: true}
+	if d := Authorize(ctx, p, model.VerbApprove, carol, nil, "cfo"); !d.Allowed || d.Role != "cfo" {
+		t.Errorf("the task policy's approver role allows carol: %+v", d)
+	}
+	if d := Authorize(ctx, p, model.VerbApprove, Identity{Login: "octocat", Source: SourceGitHubActions}, nil, "cfo"); d.Allowed {
+		t.Errorf("the task policy's role replaces approve's: %+v", d)
+	}
+	if d := Authorize(ctx, &model.Policies{}, model.VerbApprove, carol, nil, ""); d.Allowed || !strings.HasPrefix(d.Reason, "nobody may approve") {
+		t.Errorf("no approver anywhere: %+v", d)
+	}
+	claim := Identity{Login: "alice", Source: SourceClaim}
+	if d := Authorize(ctx, p, model.VerbRun, claim, nil, ""); !d.Allowed || !strings.Contains(d.Reason, "unverified") {
+		t.Errorf("an unverified claim is decided and says so: %+v", d)
+	}
+	jwtCaller := Identity{Login: "repo:octo/x:ref:refs/heads/main", Source: SourceJWT, Verified: true, Actor: "ci_caller"}
+	if d := Authorize(ctx, p, model.VerbTrigger, jwtCaller, nil, ""); !d.Allowed {
+		t.Errorf("a JWT caller may trigger: %+v", d)
+	}
+	if d := Authorize(ctx, p, model.VerbRun, jwtCaller, nil, ""); d.Allowed || !strings.Contains(d.Reason, "may only trigger") {
+		t.Errorf("a JWT caller may not run: %+v", d)
+	}
+}
+
+func TestAuthorizeTeams(t *testing.T) {
+	p := policies()
+	ctx := context.Background()
+	dana := Identity{Login: "dana", Source: SourceGitHubActions, Verified: true}
+
+	// Logins are decided without asking for teams.
+	f := &teamsFake{}
+	if d := Authorize(ctx, p, model.VerbApprove, Identity{Login: "OctoCat", Source: SourceGitHubActions}, f, ""); !d.Allowed || f.calls != 0 {
+		t.Errorf("login match: %+v after %d team calls", d, f.calls)
+	}
+	// A team that cannot be checked refuses, saying why.
+	f = &teamsFake{err: errors.New("team @octo/founders not found, or the token cannot read it")}
+	d := Authorize(ctx, p, model.VerbApprove, dana, f, "")
+	if d.Allowed || d.Err == nil || !strings.Contains(d.Reason, "cannot read it") {
+		t.Errorf("unreadable team: %+v", d)
+	}
+	d = Authorize(ctx, p, model.VerbApprove, dana, nil, "")
+	if d.Allowed || d.Err == nil || !strings.Contains(d.Reason, "team @octo/founders cannot be checked without GitHub") {
+		t.Errorf("no GitHub: %+v", d)
+	}
+
+	// Through the GitHub API (a fake over a real repository).
+	srv := githubtest.New(t, githubtest.Config{Repository: "octo/widgets"})
+	srv.AddTeamMember("octo", "founders", "dana")
+	srv.AddPendingTeamMember("octo", "founders", "erin")
+	c, err := forge.New(forge.Options{Token: srv.BotToken, Repository: "octo/widgets", APIURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	teams := ForgeTeams(c)
+	if d := Authorize(ctx, p, model.VerbApprove, dana, teams, ""); !d.Allowed || d.Reason != "dana (GitHub Actions) is in role founder (team @octo/founders)" {
+		t.Errorf("team member: %+v", d)
+	}
+	erin := Identity{Login: "erin", Source: SourceGitHubActions, Verified: true}
+	if d := Authorize(ctx, p, model.VerbApprove, erin, teams, ""); d.Allowed || d.Err != nil {
+		t.Errorf("pending invitation: %+v", d)
+	}
+	p.Roles["founder"] = []string{"@octo/missing"}
+	if d := Authorize(ctx, p, model.VerbApprove, dana, teams, ""); d.Allowed || d.Err == nil || !strings.Contains(d.Reason, "@octo/missing not found") {
+		t.Errorf("missing team: %+v", d)
+	}
+}
