@@ -202,8 +202,8 @@ func orList(xs []string, conj string) string {
 	return strings.Join(xs[:len(xs)-1], ", ") + " " + conj + " " + xs[len(xs)-1]
 }
 
-// Next is the first slot strictly after t, or the zero time if the spec
-// never fires.
+// Next is the first slot strictly after t, or the zero time if there is
+// none within a 400-year cycle.
 func (s *Spec) Next(t time.Time) time.Time {
 	if s.every > 0 {
 		return intervalFloor(t, s.every).Add(s.every)
@@ -234,8 +234,8 @@ func (s *Spec) Next(t time.Time) time.Time {
 	return best
 }
 
-// Prev is the latest slot at or before t, or the zero time if the spec
-// never fires.
+// Prev is the latest slot at or before t, or the zero time if there is
+// none within a 400-year cycle.
 func (s *Spec) Prev(t time.Time) time.Time {
 	if s.every > 0 {
 		return intervalFloor(t, s.every)
