@@ -8,7 +8,7 @@ require (
 	github.com/go-jose/go-jose/v4 v4.1.8 // JWT and JWKS for trigger callers (internal/identity): no dependencies, explicit algorithm allow-list, the JOSE core under coreos/go-oidc
 	github.com/google/go-github/v60 v60.0.0 // mandated: GitHub REST client and its types (internal/forge)
 	github.com/klauspost/compress v1.20.3 // mandated: gzip ledger members, fast zlib for loose objects
-	github.com/robfig/cron/v3 v3.0.1
+	github.com/robfig/cron/v3 v3.0.1 // tests only: the reference the cron parser and day walk are checked against
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/spf13/cobra v1.10.2

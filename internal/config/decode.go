@@ -125,7 +125,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 		seen[key] = true
 		idx, ok := fields[key]
 		if !ok {
-			d.errorf(k, suggest(key, keysOf(fields)), "unknown key %q in %s", key, what)
+			d.errorf(k, suggest(key, keysOf(fields), "keys"), "unknown key %q in %s", key, what)
 			continue
 		}
 		p := d.pos(val)
@@ -281,8 +281,9 @@ func keysOf(m map[string]int) []string {
 	return ks
 }
 
-// suggest names the closest known key, or lists them all.
-func suggest(key string, known []string) string {
+// suggest names the closest known name, or lists them all as the known
+// what (keys, tools, schedules).
+func suggest(key string, known []string, what string) string {
 	best, bestD := "", 3
 	for _, k := range known {
 		if d := editDistance(key, k); d < bestD {
@@ -292,7 +293,7 @@ func suggest(key string, known []string) string {
 	if best != "" {
 		return fmt.Sprintf("did you mean %q?", best)
 	}
-	return "known keys: " + strings.Join(known, ", ")
+	return "known " + what + ": " + strings.Join(known, ", ")
 }
 
 func editDistance(a, b string) int {

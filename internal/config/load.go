@@ -40,9 +40,6 @@ func Load(root string) (*model.Config, diag.List, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, err := os.Stat(filepath.Join(root, PoliciesDir)); errors.Is(err, fs.ErrNotExist) && len(schedFiles) == 0 {
-		diags.Warnf(diag.Pos{}, "run `astra init` to create them, or pass --repo", "no schedules/ or policies/ in %s", root)
-	}
 	for _, rel := range schedFiles {
 		docs, err := parseFile(root, rel, &diags)
 		if err != nil {
@@ -71,9 +68,10 @@ func Load(root string) (*model.Config, diag.List, error) {
 		}
 	}
 	cfg.Policies = m.p
+	policies := checkDirs(root, schedFiles, polFiles, len(cfg.Schedules), &diags)
 
 	resolve(cfg, &diags)
-	validate(root, cfg, &diags)
+	validate(root, cfg, policies, &diags)
 	diags.Sort()
 	return cfg, diags, nil
 }

@@ -198,8 +198,11 @@ func resolveTrigger(s *model.Schedule, diags *diag.List) {
 		if key == "cron" && errors.As(err, &ce) {
 			pos.Col += ce.Offset
 		}
-		diags.Errorf(pos, "see `man 5 crontab`; fields are minute hour day-of-month month day-of-week", "%v", err)
+		diags.Errorf(pos, "see `man 5 crontab`", "%v", err)
 		return
 	}
 	s.Spec = spec
+	if why := spec.Never(); why != "" {
+		diags.Warnf(m.At(key), "it will never be due; check the day-of-month and month fields", "cron %q never fires: %s", expr, why)
+	}
 }

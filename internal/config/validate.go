@@ -22,14 +22,16 @@ var (
 	loginRe      = regexp.MustCompile(`^(@[A-Za-z0-9-]+/[A-Za-z0-9_.-]+|[A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))$`)
 )
 
-func validate(root string, cfg *model.Config, diags *diag.List) {
+// validate checks the loaded configuration. Without policies (see
+// checkDirs), schedules' tools and actors are not looked up one by one.
+func validate(root string, cfg *model.Config, policies bool, diags *diag.List) {
 	p := &cfg.Policies
 	validateTools(root, p, diags)
 	validatePolicies(cfg, diags)
 	validateIdentity(cfg, diags)
 	ids := map[string]*model.Schedule{}
 	for _, s := range cfg.Schedules {
-		validateSchedule(cfg, s, diags)
+		validateSchedule(cfg, s, policies, diags)
 		if s.ID == "" {
 			continue
 		}
@@ -43,7 +45,7 @@ func validate(root string, cfg *model.Config, diags *diag.List) {
 	validateChains(cfg, diags)
 }
 
-func validateSchedule(cfg *model.Config, s *model.Schedule, diags *diag.List) {
+func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags *diag.List) {
 	p := &cfg.Policies
 	m := s.Meta
 	if s.Name == "" {
@@ -79,7 +81,9 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, diags *diag.List) {
 	case s.TargetTool == "":
 		diags.Errorf(m.Pos, "add `target_tool: <tool name from policies/>`", "schedule %q has no target_tool", s.Name)
 	case tool == nil:
-		diags.Errorf(m.At("target_tool"), suggest(s.TargetTool, toolNames(p)), "unknown tool %q", s.TargetTool)
+		if policies {
+			diags.Errorf(m.At("target_tool"), suggest(s.TargetTool, toolNames(p), "tools"), "unknown tool %q", s.TargetTool)
+		}
 	case s.SafetyTier < tool.Tier:
 		diags.Errorf(m.At("safety_tier"), "a schedule may only be stricter than its tool",
 			"safety_tier %d (%s) is below tool %q's tier %d (%s)", s.SafetyTier, s.SafetyTier, tool.Name, tool.Tier, tool.Tier)
@@ -87,7 +91,9 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, diags *diag.List) {
 
 	actor := p.Actor(s.Actor)
 	if actor == nil {
-		diags.Errorf(m.At("actor"), "add it (or a matching pattern) under actors: in policies/", "actor %q matches no actor in policies", s.Actor)
+		if policies {
+			diags.Errorf(m.At("actor"), "add it (or a matching pattern) under actors: in policies/", "actor %q matches no actor in policies", s.Actor)
+		}
 	} else if tool != nil {
 		if miss := model.Missing(actor.Scopes, tool.Capabilities); len(miss) > 0 {
 			diags.Errorf(m.At("actor"), fmt.Sprintf("grant them in the scopes of actor %q, or use another actor", actor.Pattern),
@@ -146,7 +152,7 @@ func validateRoute(cfg *model.Config, s *model.Schedule, diags *diag.List) {
 		if r.Schedule == "" {
 			diags.Errorf(at, "add `schedule: <id or name>`", "chain_next needs the schedule to run next")
 		} else if cfg.Schedule(r.Schedule) == nil {
-			diags.Errorf(r.Meta.At("schedule"), suggest(r.Schedule, scheduleRefs(cfg)), "chain_next target %q is not a schedule", r.Schedule)
+			diags.Errorf(r.Meta.At("schedule"), suggest(r.Schedule, scheduleRefs(cfg), "schedules"), "chain_next target %q is not a schedule", r.Schedule)
 		}
 	default:
 		diags.Errorf(r.Meta.At("type"), "use silent, notify, memory_update or chain_next", "unknown result route %q", r.Type)
@@ -255,7 +261,7 @@ func validatePolicies(cfg *model.Config, diags *diag.List) {
 		if tp.TaskType == "" {
 			diags.Errorf(m.Pos, "task_type is the tool name the policy governs", "task policy has no task_type")
 		} else if p.Tools[tp.TaskType] == nil {
-			diags.Warnf(m.At("task_type"), suggest(tp.TaskType, toolNames(p)), "task policy for %q matches no tool", tp.TaskType)
+			diags.Warnf(m.At("task_type"), suggest(tp.TaskType, toolNames(p), "tools"), "task policy for %q matches no tool", tp.TaskType)
 		}
 		if tp.Tenant != "" && !tenants[tp.Tenant] {
 			diags.Warnf(m.At("tenant"), "", "no schedule belongs to tenant %q", tp.Tenant)

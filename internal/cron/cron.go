@@ -1,17 +1,27 @@
 // Package cron computes the fire times (slots) of a schedule: 5-field cron
 // expressions and @descriptors read in an IANA time zone, and fixed
-// intervals. Parsing is robfig/cron/v3's; the walk over days is ours so that
-// daylight-saving transitions behave as documented below.
+// intervals. Expressions mean what they mean to cronie (Vixie cron's
+// successor): its grammar, its day rule and its handling of clock changes,
+// checked against cronie's own source and daemon.
 //
-// DST: a slot is a wall-clock time in the schedule's zone, and each
-// wall-clock time fires at most once.
-//   - Repeated hour (clocks go back): a time that occurs twice fires at its
-//     first occurrence only. No double run.
-//   - Skipped hour (clocks go forward): a time that does not exist fires at
-//     the instant it would have had without the jump, i.e. shifted by the
-//     gap (02:30 on the spring-forward night in Europe/Berlin fires at 03:30
-//     CEST). When that instant is also a regular slot, it fires once. No
-//     silent loss.
+// Days: when day-of-month and day-of-week both restrict, either may match;
+// but a field that begins with '*' (such as */2) counts as unrestricted, and
+// then both must match: "0 0 */2 * 1" fires on odd days that are Mondays.
+// Day-of-week 7 is Sunday, like 0.
+//
+// Clock changes: a slot is a wall-clock time in the schedule's zone.
+// cronie tells two kinds of job apart, and so does astra:
+//   - fixed-time (neither the minute nor the hour field begins with '*',
+//     e.g. "30 2 * * *", @daily): a time skipped when clocks go forward
+//     fires at the first instant after the gap (02:30 on the spring-forward
+//     night in Europe/Berlin fires at 03:00 CEST); a time that occurs twice
+//     when clocks go back fires at its first occurrence only.
+//   - wildcard ("*/30 * * * *", "30 * * * *", @hourly): follows the clock.
+//     Skipped times do not fire; repeated times fire at both occurrences.
+//
+// A slot is an instant and fires once, so several skipped times of one
+// schedule (and a regular slot at the gap's end) fire together, once;
+// cronie runs each of them.
 //
 // Interval slots (`interval:` and `@every`) are multiples of the interval
 // since the Unix epoch, so every runner computes the same slots.
@@ -22,8 +32,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	robfig "github.com/robfig/cron/v3"
 )
 
 // Spec is a parsed trigger.
@@ -31,10 +39,11 @@ type Spec struct {
 	expr  string
 	loc   *time.Location
 	every time.Duration // > 0 for interval specs
-	sched *robfig.SpecSchedule
+	f     fields
+	never bool // no calendar date matches (see Never)
 }
 
-// Error is a parse error, with the byte offset of the bad field in the
+// Error is a parse error, with the byte offset of the bad part in the
 // expression so callers can point at a column.
 type Error struct {
 	Offset int
@@ -43,27 +52,14 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Msg }
 
-const starBit = 1 << 63 // robfig's marker for a field written as * or ?
-
-// searchDays bounds the walk for specs that fire rarely or never
-// (e.g. "0 0 30 2 *"); robfig uses the same five-year horizon.
-const searchDays = 5*366 + 1
-
-var (
-	fieldNames  = []string{"minute", "hour", "day-of-month", "month", "day-of-week"}
-	fieldParser = []robfig.Parser{
-		robfig.NewParser(robfig.Minute),
-		robfig.NewParser(robfig.Hour),
-		robfig.NewParser(robfig.Dom),
-		robfig.NewParser(robfig.Month),
-		robfig.NewParser(robfig.Dow),
-	}
-	standard = robfig.NewParser(robfig.Minute | robfig.Hour | robfig.Dom | robfig.Month | robfig.Dow | robfig.Descriptor)
-)
+// searchDays bounds the walk over days: the Gregorian calendar repeats
+// every 400 years (146097 days, a whole number of weeks), so a day pattern
+// that matches at all matches within that. Specs that never match are
+// answered without walking.
+const searchDays = 146097 + 2
 
 // Parse reads a 5-field cron expression (minute hour day-of-month month
-// day-of-week, with Vixie cron's day-of-month OR day-of-week rule when both
-// are restricted), a descriptor (@yearly, @annually, @monthly, @weekly,
+// day-of-week), an @descriptor (@yearly, @annually, @monthly, @weekly,
 // @daily, @midnight, @hourly) or "@every <duration>", in loc.
 func Parse(expr string, loc *time.Location) (*Spec, error) {
 	if loc == nil {
@@ -87,28 +83,31 @@ func Parse(expr string, loc *time.Location) (*Spec, error) {
 		}
 		s.expr = e
 		return s, nil
+	case e == "@reboot":
+		return nil, &Error{Offset: lead, Msg: "@reboot has no meaning for astra: use run_immediately: true to run once when first seen"}
 	case strings.HasPrefix(e, "@"):
-		sched, err := standard.Parse(e)
-		if err != nil {
+		d, ok := descriptors[e]
+		if !ok {
 			return nil, &Error{Offset: lead, Msg: fmt.Sprintf("unknown descriptor %q: use @yearly, @monthly, @weekly, @daily, @hourly or @every <duration>", e)}
 		}
-		return &Spec{expr: e, loc: loc, sched: sched.(*robfig.SpecSchedule)}, nil
+		f, _, _ := parseFields(strings.Fields(d))
+		return newSpec(e, loc, f), nil
 	}
-	fields, offsets := splitFields(expr)
-	if len(fields) != 5 {
-		return nil, &Error{Offset: lead, Msg: fmt.Sprintf("cron expression %q has %d fields, want 5: minute hour day-of-month month day-of-week", e, len(fields))}
+	fs, offsets := splitFields(expr)
+	if len(fs) != 5 {
+		return nil, &Error{Offset: lead, Msg: fmt.Sprintf("cron expression %q has %d fields, want 5: minute hour day-of-month month day-of-week", e, len(fs))}
 	}
-	// Check field by field so the error names the field and its column.
-	for i, f := range fields {
-		if _, err := fieldParser[i].Parse(f); err != nil {
-			return nil, &Error{Offset: offsets[i], Msg: fmt.Sprintf("%s field %q: %v", fieldNames[i], f, err)}
-		}
+	f, i, ferr := parseFields(fs)
+	if ferr != nil {
+		return nil, &Error{Offset: offsets[i] + ferr.at, Msg: fmt.Sprintf("%s field %q: %s", fieldBounds[i].name, fs[i], ferr.msg)}
 	}
-	sched, err := standard.Parse(strings.Join(fields, " "))
-	if err != nil {
-		return nil, &Error{Offset: lead, Msg: err.Error()}
-	}
-	return &Spec{expr: e, loc: loc, sched: sched.(*robfig.SpecSchedule)}, nil
+	return newSpec(e, loc, f), nil
+}
+
+func newSpec(expr string, loc *time.Location, f fields) *Spec {
+	s := &Spec{expr: expr, loc: loc, f: f}
+	s.never = s.Never() != ""
+	return s
 }
 
 func splitFields(s string) (fields []string, offsets []int) {
@@ -159,44 +158,110 @@ func (s *Spec) String() string { return s.expr }
 // Location is the zone the cron fields are read in.
 func (s *Spec) Location() *time.Location { return s.loc }
 
-// Next is the first slot strictly after t, or the zero time if none within
-// five years.
+// Never says why no date can ever match the spec (as in "0 0 30 2 *"), or
+// returns "" when one can. Every month has every weekday and every date
+// falls on every weekday within 400 years, so only "both must match" specs
+// whose days do not exist in their months never fire.
+func (s *Spec) Never() string {
+	f := s.f
+	if s.every > 0 || !(f.domStar || f.dowStar) {
+		return ""
+	}
+	var months []string
+	for m := time.January; m <= time.December; m++ {
+		if f.month&(1<<m) == 0 {
+			continue
+		}
+		if f.dom&(1<<(monthDays(m)+1)-1) != 0 {
+			return ""
+		}
+		months = append(months, m.String())
+	}
+	var days []string
+	for d := 29; d <= 31; d++ {
+		if f.dom&(1<<d) != 0 {
+			days = append(days, fmt.Sprint(d))
+		}
+	}
+	verb := "has"
+	if len(months) > 1 {
+		verb = "have"
+	}
+	return fmt.Sprintf("%s %s no day %s", orList(months, "and"), verb, orList(days, "or"))
+}
+
+// monthDays is the most days month m can have (29 for February).
+func monthDays(m time.Month) int {
+	return time.Date(2000, m+1, 0, 0, 0, 0, 0, time.UTC).Day()
+}
+
+func orList(xs []string, conj string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " " + conj + " " + xs[len(xs)-1]
+}
+
+// Next is the first slot strictly after t, or the zero time if there is
+// none within a 400-year cycle.
 func (s *Spec) Next(t time.Time) time.Time {
 	if s.every > 0 {
 		return intervalFloor(t, s.every).Add(s.every)
 	}
-	local := t.In(s.loc)
-	day := civil(local)
+	if s.never {
+		return time.Time{}
+	}
+	// A day's slots may lie a little outside the day (a gap's end, a
+	// repeated hour around midnight), so look one day beyond the first
+	// day that has one.
+	day := civil(t.In(s.loc)).AddDate(0, 0, -1)
+	var best time.Time
 	for range searchDays {
+		found := !best.IsZero()
 		for _, slot := range s.daySlots(day) {
 			if slot.After(t) {
-				return slot
+				if best.IsZero() || slot.Before(best) {
+					best = slot
+				}
+				break
 			}
+		}
+		if found {
+			return best
 		}
 		day = day.AddDate(0, 0, 1)
 	}
-	return time.Time{}
+	return best
 }
 
-// Prev is the latest slot at or before t, or the zero time if none within
-// five years.
+// Prev is the latest slot at or before t, or the zero time if there is
+// none within a 400-year cycle.
 func (s *Spec) Prev(t time.Time) time.Time {
 	if s.every > 0 {
 		return intervalFloor(t, s.every)
 	}
-	// A slot shifted out of a DST gap lands on the next day at most by the
-	// gap, so start one day ahead to catch it.
+	if s.never {
+		return time.Time{}
+	}
 	day := civil(t.In(s.loc)).AddDate(0, 0, 1)
+	var best time.Time
 	for range searchDays {
+		found := !best.IsZero()
 		slots := s.daySlots(day)
-		for i := len(slots) - 1; i >= 0; i-- {
-			if !slots[i].After(t) {
-				return slots[i]
+		for j := len(slots) - 1; j >= 0; j-- {
+			if !slots[j].After(t) {
+				if slots[j].After(best) {
+					best = slots[j]
+				}
+				break
 			}
+		}
+		if found {
+			return best
 		}
 		day = day.AddDate(0, 0, -1)
 	}
-	return time.Time{}
+	return best
 }
 
 // Slots lists up to max slots in (after, until], oldest first.
@@ -208,12 +273,15 @@ func (s *Spec) Slots(after, until time.Time, max int) []time.Time {
 		}
 		return out
 	}
-	// Walk the days once; a slot shifted out of a DST gap may belong to the
-	// day before, so start a day early.
+	if s.never {
+		return nil
+	}
+	// Walk the days once, a day beyond each end for slots that lie outside
+	// their day. Slots of neighbouring days may coincide (a gap's end).
 	end := civil(until.In(s.loc)).AddDate(0, 0, 1)
 	for day := civil(after.In(s.loc)).AddDate(0, 0, -1); !day.After(end) && len(out) < max; day = day.AddDate(0, 0, 1) {
 		for _, t := range s.daySlots(day) {
-			if t.After(after) && !t.After(until) && len(out) < max {
+			if t.After(after) && !t.After(until) && len(out) < max && (len(out) == 0 || t.After(out[len(out)-1])) {
 				out = append(out, t)
 			}
 		}
@@ -244,60 +312,91 @@ func civil(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
 }
 
-// daySlots lists the slots whose wall-clock date is day, in ascending
-// instant order, per the package's DST rules.
+// dayMatches applies cronie's day rule.
+func (f *fields) dayMatches(day time.Time) bool {
+	dom := f.dom&(1<<day.Day()) != 0
+	dow := f.dow&(1<<day.Weekday()) != 0
+	if f.domStar || f.dowStar {
+		return dom && dow
+	}
+	return dom || dow
+}
+
+// daySlots lists the slots whose wall-clock date is day (a civil date), in
+// ascending instant order, per the package's rules for clock changes.
 func (s *Spec) daySlots(day time.Time) []time.Time {
-	sc := s.sched
-	if sc.Month&(1<<uint(day.Month())) == 0 || !dayMatches(sc, day) {
+	f := &s.f
+	if f.month&(1<<day.Month()) == 0 || !f.dayMatches(day) {
 		return nil
 	}
+	off, steady := s.steadyOffset(day)
 	var out []time.Time
 	for h := 0; h < 24; h++ {
-		if sc.Hour&(1<<uint(h)) == 0 {
+		if f.hour&(1<<h) == 0 {
 			continue
 		}
 		for m := 0; m < 60; m++ {
-			if sc.Minute&(1<<uint(m)) == 0 {
+			if f.minute&(1<<m) == 0 {
 				continue
 			}
-			out = append(out, s.wallTime(day, h, m))
+			w := day.Add(time.Duration(h)*time.Hour + time.Duration(m)*time.Minute)
+			if steady {
+				out = append(out, w.Add(-off))
+				continue
+			}
+			out = s.resolve(out, w)
 		}
 	}
-	// A time shifted out of a DST gap may land on a regular slot.
+	if steady {
+		return out
+	}
 	slices.SortFunc(out, time.Time.Compare)
 	return slices.CompactFunc(out, time.Time.Equal)
 }
 
-// wallTime resolves day h:m in the schedule's zone to one instant: the
-// earliest instant showing that wall time, or for a time skipped by a DST
-// jump, the wall time read with the offset in force before the jump.
-// (time.Date leaves both cases unspecified and differs between zones.)
-func (s *Spec) wallTime(day time.Time, h, m int) time.Time {
-	w := time.Date(day.Year(), day.Month(), day.Day(), h, m, 0, 0, time.UTC)
-	// Zone offsets lie within ±14h, so these instants are a day either side.
-	_, before := w.Add(-26 * time.Hour).In(s.loc).Zone()
-	_, after := w.Add(26 * time.Hour).In(s.loc).Zone()
-	var best time.Time
-	for _, off := range []int{before, after} {
-		c := w.Add(-time.Duration(off) * time.Second)
-		l := c.In(s.loc)
-		if l.Hour() == h && l.Minute() == m && l.Day() == day.Day() && (best.IsZero() || c.Before(best)) {
-			best = c
-		}
-	}
-	if best.IsZero() {
-		best = w.Add(-time.Duration(before) * time.Second)
-	}
-	return best
+// steadyOffset returns the zone's offset on day and whether that offset
+// holds, with no transition, from well before the day to well after it,
+// so that every wall time of the day occurs exactly once. (Zone offsets lie
+// within ±14h, so 28h either side is enough.)
+func (s *Spec) steadyOffset(day time.Time) (time.Duration, bool) {
+	noon := day.Add(12 * time.Hour)
+	_, sec := noon.In(s.loc).Zone()
+	off := time.Duration(sec) * time.Second
+	start, end := noon.Add(-off).In(s.loc).ZoneBounds()
+	first, last := day.Add(-off-28*time.Hour), day.Add(-off+52*time.Hour)
+	return off, (start.IsZero() || !start.After(first)) && (end.IsZero() || end.After(last))
 }
 
-// dayMatches applies Vixie cron's rule: when both day-of-month and
-// day-of-week are restricted, either may match.
-func dayMatches(s *robfig.SpecSchedule, day time.Time) bool {
-	dom := s.Dom&(1<<uint(day.Day())) != 0
-	dow := s.Dow&(1<<uint(day.Weekday())) != 0
-	if s.Dom&starBit != 0 || s.Dow&starBit != 0 {
-		return dom && dow
+// resolve appends to out the instants at which the wall time w (a civil
+// time carried in UTC) fires: its occurrences, only the first for a
+// fixed-time spec; for a time skipped by a clock change, none for a
+// wildcard spec and the first instant after the gap for a fixed-time one.
+func (s *Spec) resolve(out []time.Time, w time.Time) []time.Time {
+	n := len(out)
+	var before time.Duration
+	for i, probe := range []time.Time{w.Add(-28 * time.Hour), w.Add(28 * time.Hour)} {
+		_, sec := probe.In(s.loc).Zone()
+		off := time.Duration(sec) * time.Second
+		if i == 0 {
+			before = off
+		}
+		if c := w.Add(-off); civilMinute(c.In(s.loc)).Equal(w) && !slices.ContainsFunc(out[n:], c.Equal) {
+			out = append(out, c)
+		}
 	}
-	return dom || dow
+	slices.SortFunc(out[n:], time.Time.Compare)
+	switch {
+	case len(out) == n && !s.f.wild:
+		// w read with the offset before the jump lies inside the new
+		// period; that period starts where the gap ends.
+		start, _ := w.Add(-before).In(s.loc).ZoneBounds()
+		return append(out, start.UTC())
+	case len(out) > n && !s.f.wild:
+		return out[:n+1]
+	}
+	return out
+}
+
+func civilMinute(t time.Time) time.Time {
+	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), 0, 0, time.UTC)
 }
