@@ -102,7 +102,7 @@ func validateIdentity(cfg *model.Config, diags *diag.List) {
 	for _, verb := range sortedKeys(p.Permissions) {
 		pos := p.Meta.At("permissions." + verb)
 		if !slices.Contains(model.Verbs, verb) {
-			diags.Errorf(pos, suggest(verb, model.Verbs), "unknown verb %q in permissions", verb)
+			diags.Errorf(pos, suggest(verb, model.Verbs, "verbs"), "unknown verb %q in permissions", verb)
 		}
 		allowed := p.Permissions[verb]
 		if len(allowed) == 0 {
@@ -111,7 +111,7 @@ func validateIdentity(cfg *model.Config, diags *diag.List) {
 		for _, r := range allowed {
 			if _, ok := p.Roles[r]; !ok {
 				hint := "define it under roles:"
-				if s := suggest(r, roles); strings.HasPrefix(s, "did you mean") {
+				if s := suggest(r, roles, "roles"); strings.HasPrefix(s, "did you mean") {
 					hint = s
 				}
 				diags.Errorf(pos, hint, "permission %s names role %q, which is not defined", verb, r)

@@ -30,11 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
-
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 )
 
 // Sources of an identity.
@@ -160,24 +156,4 @@ func lookup(identities map[string]string, email string) string {
 		}
 	}
 	return ""
-}
-
-// GitEmail returns a reader of user.email as git config gives it for the
-// repository at root (local, then global, then system configuration).
-func GitEmail(root string) func() (string, error) {
-	return func() (string, error) {
-		abs, err := filepath.Abs(root)
-		if err != nil {
-			return "", err
-		}
-		repo, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
-		if err != nil {
-			return "", fmt.Errorf("open %s: %w", abs, err)
-		}
-		cfg, err := repo.ConfigScoped(config.SystemScope)
-		if err != nil {
-			return "", err
-		}
-		return cfg.User.Email, nil
-	}
 }
