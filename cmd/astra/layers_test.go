@@ -38,7 +38,7 @@ var layers = map[string][]string{
 	"internal/executor":          {"internal/ledger", "internal/model", "internal/redact"},
 	"internal/tools":             {"internal/introspect", "internal/ledger", "internal/model", "internal/state"},
 	"internal/identity":          {"internal/model"},
-	"internal/runner": {"internal/approval", "internal/executor", "internal/forge", "internal/gate", "internal/gitops",
+	"internal/runner": {"internal/approval", "internal/executor", "internal/forge", "internal/gate", "internal/gitops", "internal/identity",
 		"internal/introspect", "internal/ledger", "internal/memory", "internal/model", "internal/plan", "internal/redact", "internal/state"},
 	"internal/report": {"internal/diag", "internal/introspect", "internal/ledger", "internal/model", "internal/runner", "internal/state"},
 }

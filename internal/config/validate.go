@@ -99,6 +99,7 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags
 			diags.Errorf(m.At("actor"), fmt.Sprintf("grant them in the scopes of actor %q, or use another actor", actor.Pattern),
 				"actor %q lacks scope for tool %q capabilities %s", s.Actor, tool.Name, strings.Join(miss, ", "))
 		}
+		validateApprovers(p, s, tool, diags) // after the actor: its autonomy counts
 	}
 
 	c := s.Catchup
@@ -318,4 +319,25 @@ func scheduleRefs(cfg *model.Config) []string {
 		out = append(out, s.ID, s.Name)
 	}
 	return out
+}
+
+// validateApprovers refuses a schedule that can need an approval nobody
+// may give: its task policy's approver_role, else permissions.approve,
+// must name a role with members.
+func validateApprovers(p *model.Policies, s *model.Schedule, tool *model.Tool, diags *diag.List) {
+	reasons := p.ApprovalReasons(s, tool)
+	if len(reasons) == 0 {
+		return
+	}
+	taskRole := ""
+	if tp := p.TaskPolicy(tool.Name, s.Tenant); tp != nil {
+		taskRole = tp.ApproverRole
+	}
+	for _, role := range p.RolesFor(model.VerbApprove, taskRole) {
+		if len(p.Roles[role]) > 0 {
+			return
+		}
+	}
+	diags.Errorf(s.Meta.At("target_tool"), "name approver_role in the task policy of "+tool.Name+", or a default with `permissions: {approve: [<role>]}`, and list its members under roles: in policies/",
+		"schedule %q can need an approval (%s) but nobody may approve it", s.Name, strings.Join(reasons, "; "))
 }
