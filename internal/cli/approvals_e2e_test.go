@@ -105,7 +105,9 @@ func approvalAttacks(t *testing.T, secret string) {
 	if strings.Contains(body, "sekrit-abc123") || strings.Contains(body, srv.BotToken) {
 		t.Fatal("a secret reached the PR body")
 	}
-	tokenOf := func(id string) []byte { return mustRead(t, srv, "astra/approve/"+id, "var/approvals/pending/"+id+".token") }
+	tokenOf := func(id string) []byte {
+		return mustRead(t, srv, "astra/approve/"+id, "var/approvals/pending/"+id+".token")
+	}
 	if signed := strings.Contains(string(tokenOf("deploy_a")), `"signature": "hmac-sha256:`); signed != (secret != "") {
 		t.Fatalf("token signed %v with secret %q", signed, secret)
 	}
