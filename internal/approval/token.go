@@ -15,6 +15,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/repofs"
 )
 
 // PendingDir holds the tokens, relative to the repository root.
@@ -95,7 +98,7 @@ var ErrNoToken = errors.New("no approval token")
 // Read loads a schedule's token; raw is the file content (for ID).
 func Read(repo, scheduleID string) (*Token, []byte, error) {
 	rel := Path(scheduleID)
-	raw, err := os.ReadFile(filepath.Join(repo, filepath.FromSlash(rel)))
+	raw, err := repofs.ReadFile(repo, rel, model.MaxFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, ErrNoToken
 	}
@@ -111,14 +114,19 @@ func Read(repo, scheduleID string) (*Token, []byte, error) {
 	return &t, raw, nil
 }
 
-// Write stores a token, creating the pending directory.
+// Write stores a token, creating the pending directory. Like Read, it
+// never follows a symlink out of the repository.
 func Write(repo string, t *Token) ([]byte, error) {
-	p := filepath.Join(repo, filepath.FromSlash(Path(t.ScheduleID)))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	f, err := repofs.OpenFile(repo, Path(t.ScheduleID), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
 		return nil, err
 	}
 	raw := t.Encode()
-	return raw, os.WriteFile(p, raw, 0o644)
+	if _, err := f.Write(raw); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return raw, f.Close()
 }
 
 // Remove deletes a schedule's token file; a missing file is fine.
