@@ -116,7 +116,9 @@ func Due(cfg *model.Config, st *state.State, now time.Time, f Filter) []Candidat
 		}
 		return cmp.Compare(a.Schedule.ID, b.Schedule.ID)
 	})
-	return out
+	// Whatever is cut here is due again next run: slots are found from
+	// each schedule's last recorded slot, open slots from the ledger.
+	return out[:min(len(out), model.MaxCandidatesPerRun)]
 }
 
 // open turns a schedule's open slots into candidates: lost claims, retries
@@ -149,8 +151,15 @@ func open(s *model.Schedule, st *state.State, keys []string, now time.Time) []Ca
 	return out
 }
 
+// countHorizon is how far back missed slots are counted: as far as the
+// cron walk looks for a previous slot. A last slot older than that (an
+// edited ledger) costs no more than this walk.
+const countHorizon = 5 * 366 * 24 * time.Hour
+
 // slots returns the new scheduled slots of one schedule under its catch-up
-// policy (docs/design.md, "Catch-up").
+// policy (docs/design.md, "Catch-up"): at most model.MaxSlotsPerSchedule,
+// and at most model.MaxMissedCount+1 missed slots counted, even for a
+// configuration that never went through validation.
 func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 	sc := st.Schedules[s.ID]
 	base := time.Time{}
@@ -178,8 +187,12 @@ func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 	mk := func(kind Kind, slot time.Time, missed int) Candidate {
 		return Candidate{Kind: kind, Schedule: s, Slot: slot, Key: ledger.SlotKey(s.ID, slot), Mode: ledger.ModeScheduled, Attempt: 1, Missed: missed}
 	}
-	window := s.Catchup.Window.D()
+	window := min(s.Catchup.Window.D(), model.MaxCatchupWindow)
 	tooLate := now.Sub(latest) > window
+	countFrom := base
+	if h := now.Add(-countHorizon); countFrom.Before(h) {
+		countFrom = h
+	}
 	switch s.Catchup.Policy {
 	case model.CatchupAll:
 		from := base
@@ -187,16 +200,16 @@ func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 			from = edge.Add(-time.Nanosecond)
 		}
 		var out []Candidate
-		for _, t := range s.Spec.Slots(from, now, s.Catchup.Max) {
+		for _, t := range s.Spec.Slots(from, now, min(s.Catchup.Max, model.MaxSlotsPerSchedule)) {
 			out = append(out, mk(KindSlot, t, 0))
 		}
 		if len(out) == 0 {
 			return []Candidate{mk(KindMissed, latest, 0)}
 		}
-		out[0].Missed = s.Spec.Count(base, from, 1000)
+		out[0].Missed = s.Spec.Count(countFrom, from, model.MaxMissedCount+1)
 		return out
 	default: // latest, skip: only the newest slot, if not too late
-		missed := s.Spec.Count(base, latest.Add(-time.Nanosecond), 1000)
+		missed := s.Spec.Count(countFrom, latest.Add(-time.Nanosecond), model.MaxMissedCount+1)
 		if tooLate {
 			return []Candidate{mk(KindMissed, latest, missed)}
 		}
