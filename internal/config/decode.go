@@ -71,6 +71,19 @@ func (d *decoder) spend(n *yaml.Node) bool {
 	return true
 }
 
+// fits reports whether a list or mapping is within model.MaxListItems.
+func (d *decoder) fits(n *yaml.Node, what string) bool {
+	items := len(n.Content)
+	if n.Kind == yaml.MappingNode {
+		items /= 2
+	}
+	if items > model.MaxListItems {
+		d.errorf(n, "split the configuration differently", "%s has %d items, more than the limit of %d items per list or mapping", what, items, model.MaxListItems)
+		return false
+	}
+	return true
+}
+
 // weigh spends the budget on every value under n, aliases followed, before
 // yaml.v3 decodes n whole (payloads).
 func (d *decoder) weigh(n *yaml.Node) bool {
@@ -173,7 +186,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 	}
 	meta := model.Meta{Pos: d.pos(n), Keys: map[string]diag.Pos{}}
 	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	for i := 0; i+1 < len(n.Content) && d.spend(n.Content[i]); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		key := k.Value
 		if seen[key] {
@@ -210,11 +223,14 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, what string) {
 		}
 		return
 	}
+	if !d.fits(n, what) {
+		return
+	}
 	if v.IsNil() {
 		v.Set(reflect.MakeMap(v.Type()))
 	}
 	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	for i := 0; i+1 < len(n.Content) && d.spend(n.Content[i]); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
 			d.errorf(k, "", "keys of %s must be plain names", what)
@@ -236,6 +252,9 @@ func (d *decoder) decodeSlice(n *yaml.Node, v reflect.Value, what string) {
 		if !isNull(n) {
 			d.errorf(n, "write a list: [a, b] or one `- item` per line", "%s must be a list, not %s", what, kindName(n))
 		}
+		return
+	}
+	if !d.fits(n, what) {
 		return
 	}
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))

@@ -151,18 +151,17 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // refused files become diagnostics; only I/O errors are returned.
 func (l *loader) parseFile(rel string) ([]*yaml.Node, error) {
 	pos := diag.Pos{File: rel}
-	if l.bytes > model.MaxConfigBytes {
-		return nil, nil // reported once, at the file that crossed the limit
+	if l.bytes > model.MaxConfigBytes || l.budget.full {
+		return nil, nil // reported once, where the limit was crossed
 	}
 	data, err := repofs.ReadFile(l.root, rel, model.MaxFileBytes)
 	var refused *repofs.Error
 	switch {
 	case errors.Is(err, repofs.ErrTooLarge):
-		l.diags.Errorf(pos, fmt.Sprintf("split it into several files; the limit is %d bytes per YAML file", model.MaxFileBytes),
-			"%s is larger than %d bytes", rel, model.MaxFileBytes)
+		l.diags.Errorf(pos, "split it into several files", "this file is larger than %d bytes (limit: bytes per YAML file); it was not read", model.MaxFileBytes)
 		return nil, nil
 	case errors.As(err, &refused):
-		l.diags.Errorf(pos, readHint, "%v", err)
+		l.diags.Errorf(pos, readHint, "this file %v; it was not read", refused.Err)
 		return nil, nil
 	case err != nil:
 		return nil, err

@@ -67,11 +67,11 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, diags *diag.List) {
 	if m.Has("interval") && s.Interval.D() <= 0 {
 		diags.Errorf(m.At("interval"), "", "interval must be positive")
 	} else if m.Has("interval") && s.Interval.D() < model.MinInterval {
-		diags.Errorf(m.At("interval"), minIntervalHint, "interval %v is below the minimum interval of %v", s.Interval.D(), model.MinInterval)
+		diags.Errorf(m.At("interval"), minIntervalHint, "interval %s is below the minimum interval of %s", short(s.Interval.D()), short(model.MinInterval))
 	}
 	if every, ok := strings.CutPrefix(strings.TrimSpace(s.Cron), "@every"); ok && s.Spec != nil {
 		if d, err := time.ParseDuration(strings.TrimSpace(every)); err == nil && d < model.MinInterval {
-			diags.Errorf(m.At("cron"), minIntervalHint, "@every %v is below the minimum interval of %v", d, model.MinInterval)
+			diags.Errorf(m.At("cron"), minIntervalHint, "@every %s is below the minimum interval of %s", short(d), short(model.MinInterval))
 		}
 	}
 	if s.Priority < 0 || s.Priority > 9 {
@@ -115,8 +115,8 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, diags *diag.List) {
 	if c.Window.D() <= 0 {
 		diags.Errorf(c.Meta.At("window"), "", "catch-up window must be positive")
 	} else if c.Window.D() > model.MaxCatchupWindow {
-		diags.Errorf(c.Meta.At("window"), limitHint, "catchup.window %v is above its limit of %v (%d days)",
-			c.Window.D(), model.MaxCatchupWindow, model.MaxCatchupWindow/(24*time.Hour))
+		diags.Errorf(c.Meta.At("window"), limitHint, "catchup.window %s is above its limit of %s (%d days)",
+			short(c.Window.D()), short(model.MaxCatchupWindow), model.MaxCatchupWindow/(24*time.Hour))
 	}
 	if c.Max < 1 {
 		diags.Errorf(c.Meta.At("max"), "", "catchup.max must be at least 1")
@@ -330,6 +330,18 @@ func validatePolicies(cfg *model.Config, diags *diag.List) {
 	if !slices.Contains([]string{model.PauseAll, model.PauseNonCritical, model.AlertOnly}, b.OnLimitReached) {
 		diags.Errorf(b.Meta.At("on_limit_reached"), "use pause-all, pause-non-critical or alert-only", "unknown on_limit_reached %q", b.OnLimitReached)
 	}
+}
+
+// short prints 1m rather than time.Duration's 1m0s.
+func short(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
 }
 
 func toolNames(p *model.Policies) []string {

@@ -29,7 +29,10 @@ const (
 	// MaxFileBytes is the largest YAML file, or approval token, astra reads.
 	MaxFileBytes = 1 << 20
 	// MaxConfigBytes caps the YAML files of schedules/ and policies/ together.
-	MaxConfigBytes = 8 << 20
+	MaxConfigBytes = 4 << 20
+	// MaxListItems caps each list or mapping of the configuration (actors,
+	// tools, scopes, ...; payloads aside), the schedules list included.
+	MaxListItems = MaxSchedules
 	// MaxYAMLValues caps the values decoded from all YAML files together,
 	// each use of an alias counted again, so that aliases cannot multiply
 	// the work.

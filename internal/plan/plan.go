@@ -7,6 +7,7 @@ package plan
 
 import (
 	"cmp"
+	"container/heap"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -83,7 +84,8 @@ func ParseShard(s string) (k, n int, err error) {
 	return k, n, nil
 }
 
-// Due lists the candidates at now, highest priority first, then oldest slot.
+// Due lists the candidates at now, highest priority first, then oldest
+// slot: the first model.MaxCandidatesPerRun of them.
 func Due(cfg *model.Config, st *state.State, now time.Time, f Filter) []Candidate {
 	// Open slots by schedule, in key order so candidates come out the same
 	// way every time.
@@ -97,28 +99,65 @@ func Due(cfg *model.Config, st *state.State, now time.Time, f Filter) []Candidat
 		id := st.Open[k].ScheduleID
 		openKeys[id] = append(openKeys[id], k)
 	}
-	var out []Candidate
+	first := &firstN{n: model.MaxCandidatesPerRun}
 	for _, s := range cfg.Schedules {
 		if !f.Match(s) {
 			continue
 		}
-		out = append(out, open(s, st, openKeys[s.ID], now)...)
+		first.add(open(s, st, openKeys[s.ID], now))
 		if s.Enabled {
-			out = append(out, slots(s, st, now)...)
+			first.add(slots(s, st, now))
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Candidate) int {
-		if c := cmp.Compare(b.Schedule.Priority, a.Schedule.Priority); c != 0 {
-			return c
+	out := first.items
+	slices.SortFunc(out, compare)
+	return out
+}
+
+// compare orders candidates: highest priority first, then oldest slot.
+// Keys are unique, so the order is total.
+func compare(a, b Candidate) int {
+	if c := cmp.Compare(b.Schedule.Priority, a.Schedule.Priority); c != 0 {
+		return c
+	}
+	if c := a.Slot.Compare(b.Slot); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Schedule.ID, b.Schedule.ID); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Key, b.Key)
+}
+
+// firstN keeps the first n candidates in compare order, in a heap with the
+// last of them on top, so a plan stays small however much is due. What is
+// left out is due again next run: new slots are found from each schedule's
+// last recorded slot, open slots from the ledger.
+type firstN struct {
+	n     int
+	items []Candidate
+}
+
+func (f *firstN) add(cs []Candidate) {
+	for _, c := range cs {
+		switch {
+		case len(f.items) < f.n:
+			heap.Push(f, c)
+		case compare(c, f.items[0]) < 0:
+			f.items[0] = c
+			heap.Fix(f, 0)
 		}
-		if c := a.Slot.Compare(b.Slot); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Schedule.ID, b.Schedule.ID)
-	})
-	// Whatever is cut here is due again next run: slots are found from
-	// each schedule's last recorded slot, open slots from the ledger.
-	return out[:min(len(out), model.MaxCandidatesPerRun)]
+	}
+}
+
+func (f *firstN) Len() int           { return len(f.items) }
+func (f *firstN) Less(i, j int) bool { return compare(f.items[i], f.items[j]) > 0 }
+func (f *firstN) Swap(i, j int)      { f.items[i], f.items[j] = f.items[j], f.items[i] }
+func (f *firstN) Push(x any)         { f.items = append(f.items, x.(Candidate)) }
+func (f *firstN) Pop() any {
+	c := f.items[len(f.items)-1]
+	f.items = f.items[:len(f.items)-1]
+	return c
 }
 
 // open turns a schedule's open slots into candidates: lost claims, retries
@@ -177,8 +216,8 @@ func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 		}
 		return nil
 	}
-	if s.Spec == nil {
-		return nil
+	if s.Spec == nil || !now.After(base) {
+		return nil // nothing new: no need to look for the latest slot
 	}
 	latest := s.Spec.Prev(now)
 	if latest.IsZero() || !latest.After(base) {

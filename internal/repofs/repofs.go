@@ -34,9 +34,59 @@ func (e *Error) Error() string { return e.Path + " " + e.Err.Error() }
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// inRoot runs do on rel inside root through os.Root, which follows
+// symlinks only while they stay inside. os.Root refuses every absolute
+// link, so those are resolved by hand and kept when they lead back inside.
+func inRoot[T any](root, rel string, do func(r *os.Root, name string) (T, error)) (T, error) {
+	var zero T
+	name := filepath.FromSlash(rel)
+	if !filepath.IsLocal(name) {
+		return zero, &Error{Path: filepath.ToSlash(rel), Err: ErrOutside}
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return zero, err
+	}
+	defer r.Close()
+	v, err := do(r, name)
+	if err != nil && escapes(err) {
+		_, realRel, rerr := Resolve(root, rel)
+		if rerr != nil {
+			return zero, rerr
+		}
+		v, err = do(r, realRel)
+	}
+	if err != nil {
+		return zero, refuse(rel, err)
+	}
+	return v, nil
+}
+
+// escapes recognises os.Root's refusal of a path that leads out of it.
+func escapes(err error) bool { return strings.Contains(err.Error(), "path escapes") }
+
+// refuse restates an error about rel without any other path.
+func refuse(rel string, err error) error {
+	rel = filepath.ToSlash(rel)
+	var re *Error
+	switch {
+	case errors.As(err, &re):
+		return err
+	case escapes(err):
+		return &Error{Path: rel, Err: ErrLink}
+	case errors.Is(err, ErrNotRegular), errors.Is(err, ErrNotDir):
+		return &Error{Path: rel, Err: err}
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return &fs.PathError{Op: "open", Path: rel, Err: err}
+}
+
 // Resolve returns the real root (absolute, symlinks resolved) and rel's
-// real path relative to it. rel may name a file that does not exist yet,
-// as long as its directory resolves inside the root.
+// real path relative to it, following links by hand. rel may name a file
+// that does not exist yet, as long as its directory resolves inside.
 func Resolve(root, rel string) (realRoot, realRel string, err error) {
 	rel = filepath.FromSlash(rel)
 	if !filepath.IsLocal(rel) {
@@ -50,9 +100,7 @@ func Resolve(root, rel string) (realRoot, realRel string, err error) {
 	}
 	full, err := filepath.EvalSymlinks(filepath.Join(realRoot, rel))
 	if errors.Is(err, fs.ErrNotExist) {
-		// Not there (or a dangling link): resolve the directory, so a new
-		// file can be created, and report a missing one without the path a
-		// dangling link points to.
+		// Not there, or a dangling link: say so without the link's target.
 		if _, lerr := os.Lstat(filepath.Join(realRoot, rel)); lerr == nil {
 			return "", "", &fs.PathError{Op: "open", Path: filepath.ToSlash(rel), Err: fs.ErrNotExist}
 		}
@@ -60,18 +108,14 @@ func Resolve(root, rel string) (realRoot, realRel string, err error) {
 		if dir == "" {
 			return realRoot, rel, nil
 		}
-		_, realDir, derr := Resolve(realRoot, filepath.Clean(dir))
-		if derr != nil {
-			return "", "", derr
+		_, realDir, err := Resolve(realRoot, filepath.Clean(dir))
+		if err != nil {
+			return "", "", err
 		}
 		return realRoot, filepath.Join(realDir, base), nil
 	}
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return "", "", &fs.PathError{Op: "open", Path: filepath.ToSlash(rel), Err: err}
+		return "", "", refuse(rel, err)
 	}
 	r, err := filepath.Rel(realRoot, full)
 	if err != nil || !filepath.IsLocal(r) {
@@ -80,57 +124,42 @@ func Resolve(root, rel string) (realRoot, realRel string, err error) {
 	return realRoot, r, nil
 }
 
-// Stat describes rel after resolving it; it must be a regular file.
+// Stat describes rel, which must be a regular file.
 func Stat(root, rel string) (fs.FileInfo, error) {
-	realRoot, realRel, err := Resolve(root, rel)
-	if err != nil {
-		return nil, err
-	}
-	return statIn(realRoot, realRel, rel)
+	return inRoot(root, rel, func(r *os.Root, name string) (fs.FileInfo, error) {
+		fi, err := r.Stat(name)
+		if err == nil && !fi.Mode().IsRegular() {
+			return nil, ErrNotRegular
+		}
+		return fi, err
+	})
 }
 
-func statIn(realRoot, realRel, rel string) (fs.FileInfo, error) {
-	r, err := os.OpenRoot(realRoot)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	fi, err := r.Stat(realRel)
-	if err != nil {
-		return nil, refuse(rel, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &Error{Path: filepath.ToSlash(rel), Err: ErrNotRegular}
-	}
-	return fi, nil
-}
-
-// Open opens rel for reading. Non-regular files (devices, FIFOs) are
-// refused before they are opened, so that opening never blocks.
+// Open opens rel for reading. Anything but a regular file (a device, a
+// FIFO) is refused before it is opened, so that opening never blocks.
 func Open(root, rel string) (*os.File, error) {
-	realRoot, realRel, err := Resolve(root, rel)
+	return inRoot(root, rel, func(r *os.Root, name string) (*os.File, error) {
+		if fi, err := r.Stat(name); err != nil || !fi.Mode().IsRegular() {
+			return nil, cmpErr(err, ErrNotRegular)
+		}
+		f, err := r.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			f.Close() // replaced since the check above
+			return nil, ErrNotRegular
+		}
+		return f, nil
+	})
+}
+
+// cmpErr is err, or instead when err is nil.
+func cmpErr(err, instead error) error {
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if _, err := statIn(realRoot, realRel, rel); err != nil {
-		return nil, err
-	}
-	// Open through os.Root as well: should the tree change between the
-	// checks and the open, the open still cannot leave the root.
-	r, err := os.OpenRoot(realRoot)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	f, err := r.Open(realRel)
-	if err != nil {
-		return nil, refuse(rel, err)
-	}
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, &Error{Path: filepath.ToSlash(rel), Err: ErrNotRegular}
-	}
-	return f, nil
+	return instead
 }
 
 // ReadFile reads rel whole, refusing a file of more than max bytes; the
@@ -157,34 +186,23 @@ func ReadFile(root, rel string, max int64) ([]byte, error) {
 
 // OpenFile opens rel with flag (os.O_WRONLY|os.O_CREATE|os.O_APPEND, ...)
 // for writing, creating its missing directories. An existing rel must be a
-// regular file inside the root; a new one is created inside the root.
+// regular file; a new one is created inside the root.
 func OpenFile(root, rel string, flag int, perm fs.FileMode) (*os.File, error) {
-	realRoot, realRel, err := Resolve(root, rel)
-	if err != nil {
-		return nil, err
-	}
-	r, err := os.OpenRoot(realRoot)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	if fi, err := r.Lstat(realRel); err == nil && !fi.Mode().IsRegular() {
-		return nil, &Error{Path: filepath.ToSlash(rel), Err: ErrNotRegular}
-	}
-	if dir := filepath.Dir(realRel); dir != "." {
-		if err := r.MkdirAll(dir, 0o755); err != nil {
-			return nil, refuse(rel, err)
+	return inRoot(root, rel, func(r *os.Root, name string) (*os.File, error) {
+		if fi, err := r.Stat(name); err == nil && !fi.Mode().IsRegular() {
+			return nil, ErrNotRegular
 		}
-	}
-	f, err := r.OpenFile(realRel, flag, perm)
-	if err != nil {
-		return nil, refuse(rel, err)
-	}
-	return f, nil
+		if dir := filepath.Dir(name); dir != "." {
+			if err := r.MkdirAll(dir, 0o755); err != nil {
+				return nil, err
+			}
+		}
+		return r.OpenFile(name, flag, perm)
+	})
 }
 
-// Dir resolves directory rel: its real path relative to the real root.
-// A missing directory is reported with fs.ErrNotExist.
+// Dir resolves directory rel: its real path relative to the real root, for
+// walking. A missing directory is reported with fs.ErrNotExist.
 func Dir(root, rel string) (realRoot, realRel string, err error) {
 	realRoot, realRel, err = Resolve(root, rel)
 	if err != nil {
@@ -202,32 +220,10 @@ func Dir(root, rel string) (realRoot, realRel string, err error) {
 
 // ReadDir lists directory rel (fs.ErrNotExist when it is missing).
 func ReadDir(root, rel string) ([]fs.DirEntry, error) {
-	realRoot, realRel, err := Dir(root, rel)
-	if err != nil {
-		return nil, err
-	}
-	r, err := os.OpenRoot(realRoot)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	entries, err := fs.ReadDir(r.FS(), filepath.ToSlash(realRel))
-	if err != nil {
-		return nil, refuse(rel, err)
-	}
-	return entries, nil
-}
-
-// refuse restates an error about rel without any other path: os.Root's
-// own errors say "path escapes from parent" when a link leads out.
-func refuse(rel string, err error) error {
-	rel = filepath.ToSlash(rel)
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	if strings.Contains(err.Error(), "escapes") {
-		return &Error{Path: rel, Err: ErrLink}
-	}
-	return &fs.PathError{Op: "open", Path: rel, Err: err}
+	return inRoot(root, rel, func(r *os.Root, name string) ([]fs.DirEntry, error) {
+		if fi, err := r.Stat(name); err != nil || !fi.IsDir() {
+			return nil, cmpErr(err, ErrNotDir)
+		}
+		return fs.ReadDir(r.FS(), filepath.ToSlash(name))
+	})
 }
