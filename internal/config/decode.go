@@ -52,7 +52,7 @@ func (d *decoder) errorf(n *yaml.Node, hint, format string, args ...any) {
 	case b.errors <= model.MaxFileErrors:
 		d.diags.Errorf(d.pos(n), hint, format, args...)
 	case b.errors == model.MaxFileErrors+1:
-		d.diags.Errorf(d.pos(n), "fix these first", "more than %d problems in this file; the rest were not checked", model.MaxFileErrors)
+		d.diags.Errorf(d.pos(n), "fix these first", "more than %d problems in this file; the rest of it was not checked", model.MaxFileErrors)
 	}
 }
 

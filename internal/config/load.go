@@ -80,7 +80,27 @@ func Load(root string) (*model.Config, diag.List, error) {
 	validate(root, cfg, diags)
 	redactAll(l.diags, redact.FromEnv(os.Environ()))
 	l.diags.Sort()
-	return cfg, l.diags, nil
+	return cfg, capPerFile(l.diags), nil
+}
+
+// capPerFile keeps the first model.MaxFileErrors problems of each file and
+// says how many more there are: one broken file must not flood a log.
+func capPerFile(diags diag.List) diag.List {
+	out := diags[:0:0]
+	for i := 0; i < len(diags); {
+		j := i
+		for j < len(diags) && diags[j].Pos.File == diags[i].Pos.File {
+			j++
+		}
+		if n := j - i; n > model.MaxFileErrors+1 {
+			out = append(out, diags[i:i+model.MaxFileErrors]...)
+			out.Errorf(diag.Pos{File: diags[i].Pos.File}, "fix these first", "%d more problems in this file are not shown", n-model.MaxFileErrors)
+		} else {
+			out = append(out, diags[i:j]...)
+		}
+		i = j
+	}
+	return out
 }
 
 // loader is the state of one Load: what has been read so far, measured
@@ -209,7 +229,9 @@ func (l *loader) decodeSchedules(rel string, doc *yaml.Node) {
 		}
 		s := &model.Schedule{}
 		d.decode(n, reflect.ValueOf(s).Elem(), what)
-		l.cfg.Schedules = append(l.cfg.Schedules, s)
+		if s.Meta.Pos.File != "" { // else a limit cut decoding off, and said so
+			l.cfg.Schedules = append(l.cfg.Schedules, s)
+		}
 	}
 	list := doc
 	if doc.Kind == yaml.MappingNode && len(doc.Content) >= 2 && doc.Content[0].Value == "schedules" {

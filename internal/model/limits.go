@@ -38,6 +38,6 @@ const (
 	// the work.
 	MaxYAMLValues = 500_000
 	// MaxFileErrors is how many problems are reported per file; decoding
-	// of that file stops there.
+	// of a file stops after as many.
 	MaxFileErrors = 100
 )
