@@ -20,6 +20,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/repofs"
 )
 
 // pendingDir holds the tokens, relative to the repository root.
@@ -125,9 +128,10 @@ func Parse(raw []byte) (*Token, error) {
 // ErrNoToken means the schedule has no token file.
 var ErrNoToken = errors.New("no approval token")
 
-// Read returns the bytes of a schedule's token file.
+// Read returns the bytes of a schedule's token file. It reads only a
+// regular file inside the repository, of bounded size.
 func Read(repo, scheduleID string) ([]byte, error) {
-	raw, err := os.ReadFile(filepath.Join(repo, filepath.FromSlash(Path(scheduleID))))
+	raw, err := repofs.ReadFile(repo, Path(scheduleID), model.MaxFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNoToken
 	}
@@ -135,14 +139,19 @@ func Read(repo, scheduleID string) ([]byte, error) {
 }
 
 // Write stores a token, creating the pending directory, and returns the
-// bytes written.
+// bytes written. Like Read, it never follows a symlink out of the
+// repository.
 func Write(repo string, t *Token) ([]byte, error) {
-	p := filepath.Join(repo, filepath.FromSlash(Path(t.ScheduleID)))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	f, err := repofs.OpenFile(repo, Path(t.ScheduleID), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
 		return nil, err
 	}
 	raw := t.Encode()
-	return raw, os.WriteFile(p, raw, 0o644)
+	if _, err := f.Write(raw); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return raw, f.Close()
 }
 
 // Remove deletes a schedule's token file; a missing file is fine.
