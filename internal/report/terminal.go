@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/runner"
 )
 
@@ -108,7 +109,10 @@ func reasons(o *runner.Outcome) []string {
 	if o.DeadLettered {
 		why = append(why, "dead-lettered (astra dead-letter list)")
 	}
-	if o.Missed > 0 {
+	switch {
+	case o.Missed > model.MaxMissedCount:
+		why = append(why, fmt.Sprintf("more than %d older missed slots not run (catch-up policy)", model.MaxMissedCount))
+	case o.Missed > 0:
 		why = append(why, fmt.Sprintf("%d older missed slot(s) not run (catch-up policy)", o.Missed))
 	}
 	if o.Chain != "" {
