@@ -60,7 +60,7 @@ func (r *Runner) RunDue(ctx context.Context) (*Report, error) {
 // every gate, by someone the policies allow to run it. key is the
 // idempotency key (default: one per minute).
 func (r *Runner) Manual(ctx context.Context, sc *model.Schedule, key string, id identity.Identity) (*Report, error) {
-	if err := r.check(ctx, model.VerbRun, sc.Name, id, sc); err != nil {
+	if err := r.Permit(ctx, model.VerbRun, sc.Name, id, sc); err != nil {
 		return nil, err
 	}
 	return r.run(ctx, "run", func(s *session) ([]*task, error) {

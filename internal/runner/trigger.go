@@ -47,7 +47,7 @@ func (r *Runner) Trigger(ctx context.Context, req TriggerRequest) (*Report, erro
 	if len(scheds) == 0 {
 		return nil, usagef("no enabled schedule has on_event: %s", req.Event)
 	}
-	if err := r.check(ctx, model.VerbTrigger, req.Event, req.By, nil); err != nil {
+	if err := r.Permit(ctx, model.VerbTrigger, req.Event, req.By, nil); err != nil {
 		return nil, err
 	}
 	return r.run(ctx, "trigger", func(s *session) ([]*task, error) {
@@ -102,9 +102,10 @@ func (s *session) callerScopes(id identity.Identity, tool *model.Tool) string {
 	return ""
 }
 
-// check asks the policies whether id may take verb; a refusal is
-// recorded (outside dry runs) and returned.
-func (r *Runner) check(ctx context.Context, verb, target string, id identity.Identity, sc *model.Schedule) error {
+// Permit asks the policies whether id may take verb (on sc, when the verb
+// concerns one schedule); a refusal is recorded (outside dry runs) and
+// returned.
+func (r *Runner) Permit(ctx context.Context, verb, target string, id identity.Identity, sc *model.Schedule) error {
 	d := r.authorize(ctx, verb, id, sc)
 	if d.Allowed {
 		return nil
