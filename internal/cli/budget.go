@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/astra-gitops/astra/internal/introspect"
@@ -37,18 +38,35 @@ level reached and any pause.`,
 				return a.printJSON(b)
 			}
 			g := b.Global
-			fmt.Fprintf(a.stdout, "Global spend (%s UTC):\n", b.Day)
-			fmt.Fprintf(a.stdout, "  today  $%.2f of $%.2f  %s\n", g.DayUSD, g.DayLimitUSD, report.Bar(g.DayUSD, g.DayLimitUSD, 30))
-			fmt.Fprintf(a.stdout, "  month  $%.2f of $%.2f  %s\n", g.MonthUSD, g.MonthLimitUSD, report.Bar(g.MonthUSD, g.MonthLimitUSD, 30))
-			fmt.Fprintf(a.stdout, "  tokens %d today, %d this month; on limit: %s\n", g.DayTokens, g.MonthTokens, g.OnLimitReached)
+			fmt.Fprintf(a.stdout, "Global spend (%s UTC), on limit: %s\n", b.Day, g.OnLimitReached)
+			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "  PERIOD\tSPENT\tHELD\tLEFT\tLIMIT\tUSE\tTOKENS\tSTATE")
+			for _, p := range []introspect.Period{g.Day, g.Month} {
+				limit, left, state := p.Limit.Dollars(), p.Left().Dollars(), "open"
+				if p.Limit == 0 {
+					limit, left = "none", "-"
+				}
+				switch {
+				case p.Paused != "":
+					state = "PAUSED " + p.Paused
+				case p.Resumed:
+					state = "resumed: not limited for the rest of this " + p.Name
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", p.Name, p.Spent.Dollars(), p.Reserved.Dollars(), left, limit,
+					report.Bar(p.Spent, p.Limit, 20), p.Tokens, state)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout, "  (HELD: the cost caps of runs that started and have no outcome yet; a run starts only if its cap fits in LEFT)")
 			if g.AlertLevel > 0 {
 				fmt.Fprintf(a.stdout, "  alert level reached: %.0f%%\n", g.AlertLevel*100)
 			}
-			if g.Paused != "" {
-				fmt.Fprintf(a.stdout, "  PAUSED: %s; `astra budget resume` lifts it\n", g.Paused)
+			if paused := g.Paused(); paused != "" {
+				fmt.Fprintf(a.stdout, "  PAUSED: %s; `astra budget resume` lifts it\n", paused)
 			}
 			fmt.Fprintln(a.stdout, "\nPer-day run budgets (tier 1 and 2):")
-			tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+			tw = tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "  SCHEDULE\tTIER\tPER DAY\tCONSUMED\tLEFT")
 			for _, s := range b.Schedules {
 				if s.PerDay == 0 {
@@ -85,9 +103,9 @@ func (a *app) budgetResumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rep, period, err := r.Resume(cmd.Context(), id)
+			rep, periods, err := r.Resume(cmd.Context(), id)
 			if err == nil {
-				fmt.Fprintf(a.stdout, "resumed: runs go ahead again for the rest of this %s; the limit stays\n", period)
+				fmt.Fprintf(a.stdout, "resumed: runs go ahead again for the rest of this %s, not limited; the limits hold again from the next\n", strings.Join(periods, " and "))
 			}
 			return a.finishRecord(rep, err)
 		},

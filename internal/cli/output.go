@@ -115,7 +115,7 @@ func (a *app) printTasks(ts []introspect.Task) error {
 		}
 		usage := ""
 		if !t.Usage.IsZero() {
-			usage = fmt.Sprintf("%dtok $%.4f %dms", t.Usage.Tokens, t.Usage.CostUSD, t.Usage.WallClockMS)
+			usage = fmt.Sprintf("%dtok %s %dms", t.Usage.Tokens, t.Usage.Cost.Dollars(), t.Usage.WallClockMS)
 		}
 		return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s", t.Started.Format(time.RFC3339), t.Status, t.RunID, t.Tool, t.Tier, usage, truncate(detail, 120))
 	})

@@ -25,7 +25,7 @@ import (
 const dashboardSchedules = `- {id: research, name: research-agent, cron: "0 0,8,16 * * *", target_tool: agent}
 - {id: summary, name: nightly-summary, cron: "0 0 * * *", target_tool: summarize}
 - {id: sync, name: flaky-sync, cron: "0 8 * * *", target_tool: flaky, retry: {max_attempts: 3, backoff_base: 1s}}
-- {id: deploy, name: deploy-site, cron: "0 16 * * 5", target_tool: deployer, approval_ttl: 72h}
+- {id: deploy, name: deploy-site, cron: "0 16 * * 5", target_tool: deployer, approval_ttl: 72h, budget: {max_cost_usd: 0}}
 `
 
 const dashboardPolicies = `tools:
@@ -155,6 +155,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Error("no daily limit line on the chart")
 	}
 	if len(got.Pending) != 1 || got.Pending[0] != "deploy" {
+
 		t.Errorf("pending approvals %v, want [deploy]", got.Pending)
 	}
 	if len(got.Dead) != 1 || !strings.HasPrefix(got.Dead[0], "sync@2026-11-20T08:00:00Z") {
@@ -341,7 +342,7 @@ func ledgerFigures(t *testing.T, ndjson string) figures {
 			TS         time.Time `json:"ts"`
 			ScheduleID string    `json:"schedule_id"`
 			Usage      struct {
-				CostUSD float64 `json:"cost_usd"`
+				Cost float64 `json:"cost_usd"`
 			} `json:"usage"`
 		}
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
@@ -357,8 +358,8 @@ func ledgerFigures(t *testing.T, ndjson string) figures {
 		default:
 			continue
 		}
-		f.monthUSD += e.Usage.CostUSD
-		f.dayUSD[e.TS.UTC().Format(time.DateOnly)] += e.Usage.CostUSD
+		f.monthUSD += e.Usage.Cost
+		f.dayUSD[e.TS.UTC().Format(time.DateOnly)] += e.Usage.Cost
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/money"
 )
 
 // basePolicies is added to invalid examples that bring no policies of their
@@ -140,7 +141,7 @@ actors:
 		{"actor", s.Actor, "astra"},
 		{"autonomy from actor", s.Autonomy, model.L2ExecuteNotify},
 		{"max_tokens", s.Budget.MaxTokens, int64(50000)},
-		{"max_cost_usd", s.Budget.MaxCostUSD, 0.50},
+		{"max_cost_usd", s.Budget.MaxCost, money.Dollar / 2},
 		{"max_wall_clock", s.Budget.MaxWallClock.D().String(), "5m0s"},
 		{"max_tool_calls", s.Budget.MaxToolCalls, int64(10)},
 		{"retry attempts", s.Retry.MaxAttempts, 3},
@@ -149,8 +150,8 @@ actors:
 		{"catchup", s.Catchup.Policy, "latest"},
 		{"route", s.ResultRoute.Type, "silent"},
 		{"timezone", s.Timezone, "UTC"},
-		{"daily limit", cfg.Policies.Budget.DailyLimitUSD, 5.0},
-		{"monthly limit", cfg.Policies.Budget.MonthlyLimitUSD, 50.0},
+		{"daily limit", cfg.Policies.Budget.DailyLimit, 5 * money.Dollar},
+		{"monthly limit", cfg.Policies.Budget.MonthlyLimit, 50 * money.Dollar},
 		{"on limit", cfg.Policies.Budget.OnLimitReached, "pause-all"},
 		{"rate limit", cfg.Policies.Actors[0].RateLimit.PerMinute, 60},
 	}

@@ -52,10 +52,10 @@ func resolve(cfg *model.Config, diags *diag.List) {
 
 func resolveBudget(b *model.GlobalBudget) {
 	if !b.Meta.Has("daily_limit_usd") {
-		b.DailyLimitUSD = model.DefaultDailyLimitUSD
+		b.DailyLimit = model.DefaultDailyLimit
 	}
 	if !b.Meta.Has("monthly_limit_usd") {
-		b.MonthlyLimitUSD = model.DefaultMonthlyLimitUSD
+		b.MonthlyLimit = model.DefaultMonthlyLimit
 	}
 	if !b.Meta.Has("alert_thresholds") {
 		b.AlertThresholds = append([]float64(nil), model.DefaultAlertThresholds...)
@@ -119,7 +119,7 @@ func resolveSchedule(s *model.Schedule, p *model.Policies, diags *diag.List) {
 		b.MaxTokens = model.DefaultMaxTokens
 	}
 	if !b.Meta.Has("max_cost_usd") {
-		b.MaxCostUSD = model.DefaultMaxCostUSD
+		b.MaxCost = model.DefaultMaxCost
 	}
 	if !b.Meta.Has("max_wall_clock") {
 		b.MaxWallClock = model.Duration(model.DefaultMaxWallClock)

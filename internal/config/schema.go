@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/money"
 )
 
 // Schema files are generated from the model types so that editors (through
@@ -69,6 +70,8 @@ func (g *schemaGen) of(t reflect.Type) map[string]any {
 		return map[string]any{"enum": []any{0, 1, 2, "read_only", "local_write", "external"}}
 	case reflect.TypeFor[model.Autonomy]():
 		return map[string]any{"enum": []any{"L0", "L1", "L2", "L3", "L0_Ask", "L1_Draft", "L2_ExecuteNotify", "L3_ExecuteSilent", "ask", "draft", "execute_notify", "execute_silent"}}
+	case reflect.TypeFor[money.USD]():
+		return map[string]any{"type": "number", "minimum": 0, "multipleOf": 0.000001, "description": "US dollars, at most 6 decimals."}
 	case reflect.TypeFor[model.Risk]():
 		return map[string]any{"enum": []any{"low", "medium", "high"}}
 	case reflect.TypeFor[model.ResultRoute]():

@@ -132,7 +132,7 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags
 		diags.Errorf(c.Meta.At("max"), limitHint, "catchup.max %d is above its limit of %d slots per run", c.Max, model.MaxCatchupMax)
 	}
 	b := s.Budget
-	if b.MaxTokens < 0 || b.MaxCostUSD < 0 || b.MaxToolCalls < 0 {
+	if b.MaxTokens < 0 || b.MaxCost < 0 || b.MaxToolCalls < 0 {
 		diags.Errorf(b.Meta.Pos, "", "budget limits must not be negative")
 	}
 	if b.MaxWallClock.D() <= 0 {
@@ -324,7 +324,7 @@ func validatePolicies(cfg *model.Config, diags *diag.List) {
 		}
 	}
 	b := p.Budget
-	if b.DailyLimitUSD < 0 || b.MonthlyLimitUSD < 0 {
+	if b.DailyLimit < 0 || b.MonthlyLimit < 0 {
 		diags.Errorf(b.Meta.Pos, "", "budget limits must not be negative")
 	}
 	if !slices.IsSorted(b.AlertThresholds) {

@@ -105,8 +105,6 @@ func (e *Executor) runExec(ctx context.Context, req Request) Result {
 		res.Status = StatusDryRun
 	}
 	switch {
-	case exceeded == LimitWallClock:
-		res.Status, res.Reason, res.Exceeded, res.Error = StatusFailed, ReasonTimeout, exceeded, exceededError(exceeded, req.Budget, u)
 	case exceeded != "":
 		res.Status, res.Reason, res.Exceeded, res.Error = StatusFailed, ReasonBudgetExceeded, exceeded, exceededError(exceeded, req.Budget, u)
 	case stopWhy == "canceled":

@@ -30,7 +30,6 @@ const (
 
 // Failure reasons (ledger reasons).
 const (
-	ReasonTimeout        = ledger.ReasonTimeout
 	ReasonBudgetExceeded = ledger.ReasonBudgetExceeded
 	ReasonExit           = ledger.ReasonExit
 	ReasonHTTPStatus     = "http_status"
@@ -215,7 +214,7 @@ func (g *guard) add(u ledger.Usage) {
 		g.reported, g.usage.Tokens = true, 0 // the tool's own figure replaces the estimate
 	}
 	g.usage.Tokens += u.Tokens
-	g.usage.CostUSD += u.CostUSD
+	g.usage.Cost += u.Cost
 	g.usage.ToolCalls += u.ToolCalls
 	g.checkLocked()
 }
@@ -249,19 +248,27 @@ func (g *guard) estimateLocked() {
 func (g *guard) checkLocked() {
 	g.estimateLocked()
 	b := g.budget
-	check := func(limit string, used, max float64) {
-		if max <= 0 {
-			return
-		}
-		if f := used / max; f >= 1 {
+	// Integer comparisons (money is micro-dollars): a run stops when it
+	// reaches 100% exactly, not one step late.
+	check := func(limit string, used, max int64) {
+		switch {
+		case used >= max:
 			g.exceed(limit)
-		} else if f >= 0.8 {
-			g.warn(limit, f)
+		case used*5 >= max*4: // 80%
+			g.warn(limit, float64(used)/float64(max))
 		}
 	}
-	check(LimitTokens, float64(g.usage.Tokens), float64(b.MaxTokens))
-	check(LimitCost, g.usage.CostUSD, b.MaxCostUSD)
-	check(LimitToolCalls, float64(g.usage.ToolCalls), float64(b.MaxToolCalls))
+	if b.MaxTokens > 0 {
+		check(LimitTokens, g.usage.Tokens, b.MaxTokens)
+	}
+	// A cost limit of 0 declares a tool that spends nothing: any cost
+	// it reports stops it.
+	if b.MaxCost > 0 || g.usage.Cost > 0 {
+		check(LimitCost, int64(g.usage.Cost), int64(b.MaxCost))
+	}
+	if b.MaxToolCalls > 0 {
+		check(LimitToolCalls, g.usage.ToolCalls, b.MaxToolCalls)
+	}
 }
 
 func (g *guard) warn(limit string, frac float64) {
@@ -294,15 +301,12 @@ func (g *guard) snapshot(wall time.Duration) (ledger.Usage, string) {
 
 // parseUsage reads the JSON of a usage line.
 func parseUsage(b []byte) (ledger.Usage, bool) {
-	var u struct {
-		Tokens    int64   `json:"tokens"`
-		CostUSD   float64 `json:"cost_usd"`
-		ToolCalls int64   `json:"tool_calls"`
-	}
-	if json.Unmarshal(b, &u) != nil || u.Tokens < 0 || u.CostUSD < 0 || u.ToolCalls < 0 {
+	var u ledger.Usage
+	if json.Unmarshal(b, &u) != nil || u.Tokens < 0 || u.Cost < 0 || u.ToolCalls < 0 {
 		return ledger.Usage{}, false
 	}
-	return ledger.Usage{Tokens: u.Tokens, CostUSD: u.CostUSD, ToolCalls: u.ToolCalls}, true
+	u.WallClockMS = 0 // astra measures the wall clock itself
+	return u, true
 }
 
 // ring keeps the last n bytes written to it.
@@ -343,7 +347,7 @@ func exceededError(limit string, b model.TaskBudget, u ledger.Usage) string {
 	case LimitTokens:
 		return fmt.Sprintf("stopped at %d tokens: budget max_tokens %d", u.Tokens, b.MaxTokens)
 	case LimitCost:
-		return fmt.Sprintf("stopped at $%.4f: budget max_cost_usd %.4f", u.CostUSD, b.MaxCostUSD)
+		return fmt.Sprintf("stopped at %s: budget max_cost_usd %s", u.Cost.Dollars(), b.MaxCost.Dollars())
 	case LimitToolCalls:
 		return fmt.Sprintf("stopped at %d tool calls: budget max_tool_calls %d", u.ToolCalls, b.MaxToolCalls)
 	case LimitWallClock:
@@ -389,7 +393,7 @@ func (e *Executor) runFunc(ctx context.Context, req Request) Result {
 	case exceeded != "":
 		res.Status, res.Reason, res.Exceeded, res.Error = StatusFailed, ReasonBudgetExceeded, exceeded, exceededError(exceeded, req.Budget, u)
 	case ctx.Err() == context.DeadlineExceeded:
-		res.Status, res.Reason, res.Exceeded, res.Error = StatusFailed, ReasonTimeout, LimitWallClock, exceededError(LimitWallClock, req.Budget, u)
+		res.Status, res.Reason, res.Exceeded, res.Error = StatusFailed, ReasonBudgetExceeded, LimitWallClock, exceededError(LimitWallClock, req.Budget, u)
 	case err != nil:
 		res.Status, res.Reason, res.Error = StatusFailed, ReasonError, err.Error()
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/money"
 	"github.com/astra-gitops/astra/internal/redact"
 )
 
@@ -90,7 +91,7 @@ func TestAgentStoppedAtBudget(t *testing.T) {
 		budget      model.TaskBudget
 	}{
 		{"tokens", LimitTokens, map[string]string{"TOKENS": "1000"}, model.TaskBudget{MaxTokens: 10_000}},
-		{"cost", LimitCost, map[string]string{"TOKENS": "1", "COST": "0.01"}, model.TaskBudget{MaxCostUSD: 0.1}},
+		{"cost", LimitCost, map[string]string{"TOKENS": "1", "COST": "0.01"}, model.TaskBudget{MaxCost: money.Dollar / 10}},
 		{"tool calls", LimitToolCalls, map[string]string{"TOKENS": "1", "CALLS": "1"}, model.TaskBudget{MaxToolCalls: 10}},
 	}
 	for _, c := range cases {
@@ -123,8 +124,9 @@ func TestAgentStoppedAtBudget(t *testing.T) {
 					t.Errorf("tokens at stop %d", res.Usage.Tokens)
 				}
 			case LimitCost:
-				if res.Usage.CostUSD < 0.1 || res.Usage.CostUSD > 0.12 {
-					t.Errorf("cost at stop %v", res.Usage.CostUSD)
+				// Ten steps of a cent stop exactly at $0.10, not a step late.
+				if res.Usage.Cost != money.Dollar/10 {
+					t.Errorf("cost at stop %v", res.Usage.Cost)
 				}
 			}
 		})
@@ -132,12 +134,12 @@ func TestAgentStoppedAtBudget(t *testing.T) {
 }
 
 // TestHangingToolKilledWithItsChildren: the wall clock kills the whole
-// process group, and the run is recorded as a timeout.
+// process group, and the run stops like at any other limit.
 func TestHangingToolKilledWithItsChildren(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
 	res := New(Options{KillGrace: 500 * time.Millisecond}).Run(context.Background(), Request{
 		Tool: execTool("./hang.sh", pidFile), Dir: testdir(t), Budget: model.TaskBudget{MaxWallClock: model.Duration(time.Second)}})
-	if res.Status != StatusFailed || res.Reason != ReasonTimeout || res.Exceeded != LimitWallClock {
+	if res.Status != StatusFailed || res.Reason != ReasonBudgetExceeded || res.Exceeded != LimitWallClock {
 		t.Fatalf("%+v", res)
 	}
 	b, err := os.ReadFile(pidFile)
@@ -241,13 +243,13 @@ func TestHTTPSignedEnvelope(t *testing.T) {
 	}))
 	defer srv.Close()
 	e := New(Options{})
-	req := Request{Tool: httpTool(srv.URL), ScheduleID: "s", RunID: "k#1", TraceParent: "00-x-y-01", Payload: map[string]any{"to": "a@b"},
+	req := Request{Tool: httpTool(srv.URL), ScheduleID: "s", RunID: "k#1", TraceParent: "00-x-y-01", Payload: map[string]any{"to": "a@b"}, Budget: model.TaskBudget{MaxCost: money.Dollar},
 		PreviousOutput: "prev", Getenv: envOf(map[string]string{"HOOK_SECRET": secret})}
 	res := e.Run(context.Background(), req)
 	if res.Status != StatusOK || got.ScheduleID != "s" || got.Payload["to"] != "a@b" || got.PreviousOutput != "prev" || got.DryRun {
 		t.Fatalf("%+v %+v", res, got)
 	}
-	if res.Usage.Tokens != 42 || res.Usage.CostUSD != 0.01 {
+	if res.Usage.Tokens != 42 || res.Usage.Cost != money.Dollar/100 {
 		t.Errorf("usage from the response: %+v", res.Usage)
 	}
 	// A missing secret is an error, not an unsigned request.

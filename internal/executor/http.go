@@ -125,7 +125,7 @@ func (e *Executor) httpOnce(ctx context.Context, req Request, body, secret []byt
 	resp, err := e.opts.HTTPClient.Do(hr)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return Result{Status: StatusFailed, Reason: ReasonTimeout, Exceeded: LimitWallClock, Error: fmt.Sprintf("%s %s: no answer within max_wall_clock", t.Method, t.URL)}, false
+			return Result{Status: StatusFailed, Reason: ReasonBudgetExceeded, Exceeded: LimitWallClock, Error: fmt.Sprintf("%s %s: no answer within max_wall_clock", t.Method, t.URL)}, false
 		}
 		return Result{Status: StatusFailed, Reason: ReasonError, Error: err.Error()}, true
 	}
@@ -133,15 +133,12 @@ func (e *Executor) httpOnce(ctx context.Context, req Request, body, secret []byt
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	g.output(len(data))
 	var withUsage struct {
-		Usage *struct {
-			Tokens    int64   `json:"tokens"`
-			CostUSD   float64 `json:"cost_usd"`
-			ToolCalls int64   `json:"tool_calls"`
-		} `json:"usage"`
+		Usage json.RawMessage `json:"usage"`
 	}
-	if json.Unmarshal(data, &withUsage) == nil && withUsage.Usage != nil {
-		u := withUsage.Usage
-		g.add(ledger.Usage{Tokens: u.Tokens, CostUSD: u.CostUSD, ToolCalls: u.ToolCalls})
+	if json.Unmarshal(data, &withUsage) == nil && len(withUsage.Usage) > 0 {
+		if u, ok := parseUsage(withUsage.Usage); ok {
+			g.add(u)
+		}
 	}
 	res := Result{Status: StatusOK, Output: tailOf(string(data), e.opts.OutputTail)}
 	if req.DryRun {

@@ -6,8 +6,11 @@
 //  2. actor scopes: the actor must exist and grant every tool capability
 //     (seed 003: scopes are checked before autonomy; fail closed)
 //  3. actor rate limits (per minute, per hour)
-//  4. global budget pause (pause-all, or pause-non-critical for non-critical;
-//     tier 0 is never budget-limited)
+//  4. global spend: a pause (pause-all, or pause-non-critical for
+//     non-critical schedules) holds every schedule that can spend, whatever
+//     its tier; and a run is admitted only if its cost cap fits in what is
+//     left of the day and the month after what was spent and what running
+//     claims hold (see Spend)
 //  5. per-day budget (tier 1 default 4; tier 0 is never limited)
 //  6. approval: tier 2, task policy auto_execute=false, tool
 //     requires_approval, autonomy L0/L1, or tool risk above the policy's
@@ -24,6 +27,7 @@ import (
 
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/money"
 	"github.com/astra-gitops/astra/internal/state"
 )
 
@@ -57,6 +61,10 @@ type Input struct {
 	Policies *model.Policies
 	State    *state.State
 	Now      time.Time
+	// Held is what the runs this runner is running now may still spend:
+	// the sum of their cost caps, counted against the limits with the
+	// spend recorded so far.
+	Held money.USD
 }
 
 // Check applies the gates in order.
@@ -79,10 +87,8 @@ func Check(in Input) Decision {
 	if d, ok := rateLimited(actor, s.Actor, in); ok {
 		return d
 	}
-	// Tier 0 is never budget-limited (brief): neither per day nor by the pause.
-	if pz := in.State.Pause; pz != nil && s.SafetyTier > model.TierReadOnly &&
-		(pz.Mode == model.PauseAll || (pz.Mode == model.PauseNonCritical && !s.Critical)) {
-		return skip(ledger.ReasonPaused, "global %s budget reached (%s); resumes next %s or with `astra budget resume`", pz.Period, pz.Mode, pz.Period)
+	if d, held := Admit(in); held {
+		return d
 	}
 	if s.SafetyTier >= model.TierLocalWrite && s.PerDayBudget > 0 {
 		if used := in.State.ConsumedToday(s.ID); used >= s.PerDayBudget {
@@ -117,4 +123,67 @@ func rateLimited(a *model.Actor, id string, in Input) (Decision, bool) {
 
 func skip(reason, format string, args ...any) Decision {
 	return Decision{Action: Skip, Reason: reason, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Free reports whether runs of s can spend nothing: builtin tools, and
+// schedules whose budget declares max_cost_usd: 0 (the executor stops such
+// a run the moment it reports any cost). Only free runs go ahead during a
+// pause; the per-day run count still applies to them by tier.
+func Free(s *model.Schedule, tool *model.Tool) bool {
+	return tool.Kind == model.KindBuiltin || s.Budget.MaxCost == 0
+}
+
+// Reserve is what a run of s holds against the global budget while it
+// runs: its cost cap, nothing for a free run.
+func Reserve(s *model.Schedule, tool *model.Tool) money.USD {
+	if Free(s, tool) {
+		return 0
+	}
+	return s.Budget.MaxCost
+}
+
+// Admit applies the global budget to a run about to start: pauses, then
+// admission. A run starts only if spent + held + its own cost cap fits in
+// each period's limit, so within a runner spend never crosses a limit by
+// more than what a running run's last usage report adds past its own cap.
+// Runs of other runners running at the same moment are not seen until they
+// record their outcome: across runners the overshoot is bounded by their
+// runs in flight (each at most its cap). The second result is false when
+// the budget lets the run go.
+func Admit(in Input) (Decision, bool) {
+	s, p, st := in.Schedule, in.Policies, in.State
+	tool := p.Tools[s.TargetTool]
+	if tool == nil {
+		return Decision{}, false
+	}
+	b := p.Budget
+	if Free(s, tool) {
+		return Decision{}, false
+	}
+	for _, period := range []string{"month", "day"} {
+		pz := st.Pauses[period]
+		if pz == nil || (pz.Mode == model.PauseNonCritical && s.Critical) || pz.Mode == model.AlertOnly {
+			continue
+		}
+		return skip(ledger.ReasonPaused, "global %s budget reached (%s since %s); resumes next %s or with `astra budget resume`",
+			period, pz.Mode, pz.Since.UTC().Format(time.RFC3339), period), true
+	}
+	if b.OnLimitReached == model.AlertOnly || (s.Critical && b.OnLimitReached == model.PauseNonCritical) {
+		return Decision{}, false // only alerts; or critical work that keeps running past the limit
+	}
+	cap := Reserve(s, tool)
+	for _, c := range []struct {
+		period string
+		limit  money.USD
+	}{{"day", b.DailyLimit}, {"month", b.MonthlyLimit}} {
+		if c.limit <= 0 || st.ResumedIn(c.period) {
+			continue
+		}
+		spent, held := st.Spent(c.period), in.Held
+		if spent+held+cap > c.limit {
+			return skip(ledger.ReasonBudget, "this run could spend up to %s, and the %s has %s left of its %s limit (%s spent, %s held by running runs)",
+				cap.Dollars(), c.period, max(c.limit-spent-held, 0).Dollars(), c.limit.Dollars(), spent.Dollars(), held.Dollars()), true
+		}
+	}
+	return Decision{}, false
 }

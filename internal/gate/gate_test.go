@@ -7,6 +7,7 @@ import (
 
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/money"
 	"github.com/astra-gitops/astra/internal/state"
 )
 
@@ -31,11 +32,13 @@ func policies() *model.Policies {
 			{Pattern: "n8n_workflow_*", Scopes: []string{"notion.*", "local.write", "outlook.send"}, Autonomy: model.L2ExecuteNotify, RateLimit: model.RateLimit{PerMinute: 2, PerHour: 3}},
 			{Pattern: "user_*", Scopes: []string{"notion.read"}, Autonomy: model.L1Draft},
 		},
+		Budget: model.GlobalBudget{DailyLimit: model.DefaultDailyLimit, MonthlyLimit: model.DefaultMonthlyLimit, OnLimitReached: model.PauseAll},
 	}
 }
 
 func sched(tool, actor string, mut ...func(*model.Schedule)) *model.Schedule {
-	s := &model.Schedule{ID: "s", Name: "s", TargetTool: tool, Actor: actor, PerDayBudget: 4, Autonomy: model.L3ExecuteSilent}
+	s := &model.Schedule{ID: "s", Name: "s", TargetTool: tool, Actor: actor, PerDayBudget: 4, Autonomy: model.L3ExecuteSilent,
+		Budget: model.TaskBudget{MaxCost: model.DefaultMaxCost}}
 	s.SafetyTier = policies().Tools[tool].Tier
 	for _, m := range mut {
 		m(s)
@@ -71,15 +74,33 @@ func TestCheck(t *testing.T) {
 				st.Apply(e)
 			}
 		}, Skip, ledger.ReasonBudget, "2 of 2"},
-		{"tier 0 ignores budgets and the pause", sched("read", "admin", func(s *model.Schedule) { s.PerDayBudget = 1 }), func(st *state.State) {
+		{"tier 0 ignores the per-day run count", sched("read", "admin", func(s *model.Schedule) { s.PerDayBudget = 1 }), func(st *state.State) {
 			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "s", TS: now, Tier: 0})
-			st.Pause = &state.Pause{Period: "day", Mode: model.PauseAll}
+		}, Run, "", ""},
+		{"pause-all stops tier 0 that can spend", sched("read", "admin"), func(st *state.State) {
+			st.Pauses["day"] = &state.Pause{Period: "day", Mode: model.PauseAll}
+		}, Skip, ledger.ReasonPaused, "pause-all"},
+		{"pause-all lets a free run go", sched("read", "admin", func(s *model.Schedule) { s.Budget.MaxCost = 0 }), func(st *state.State) {
+			st.Pauses["day"] = &state.Pause{Period: "day", Mode: model.PauseAll}
 		}, Run, "", ""},
 		{"pause-all stops tier 1", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), func(st *state.State) {
-			st.Pause = &state.Pause{Period: "day", Mode: model.PauseAll}
+			st.Pauses["day"] = &state.Pause{Period: "day", Mode: model.PauseAll}
 		}, Skip, ledger.ReasonPaused, "pause-all"},
+		{"a month pause holds", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), func(st *state.State) {
+			st.Pauses["month"] = &state.Pause{Period: "month", Mode: model.PauseAll}
+		}, Skip, ledger.ReasonPaused, "global month budget reached"},
 		{"pause-non-critical lets critical run", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo"; s.Critical = true }), func(st *state.State) {
-			st.Pause = &state.Pause{Period: "day", Mode: model.PauseNonCritical}
+			st.Pauses["day"] = &state.Pause{Period: "day", Mode: model.PauseNonCritical}
+		}, Run, "", ""},
+		{"admission: the cap does not fit what is left", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), func(st *state.State) {
+			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now, Usage: ledger.Usage{Cost: 4*money.Dollar + money.Dollar*6/10}})
+		}, Skip, ledger.ReasonBudget, "the day has $0.40 left of its $5.00 limit ($4.60 spent, $0.00 held by running runs)"},
+		{"admission: a run that fits exactly", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), func(st *state.State) {
+			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now, Usage: ledger.Usage{Cost: 4*money.Dollar + money.Dollar/2}})
+		}, Run, "", ""},
+		{"admission: resumed today", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), func(st *state.State) {
+			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now, Usage: ledger.Usage{Cost: 6 * money.Dollar}})
+			st.Apply(&ledger.Event{Event: ledger.BudgetResumed, Period: "day", TS: now})
 		}, Run, "", ""},
 		{"rate limit per minute", sched("read", "n8n_workflow_7"), func(st *state.State) {
 			for i := range 2 {
@@ -121,5 +142,21 @@ func TestStrictestWins(t *testing.T) {
 	d := Check(Input{Schedule: sched("write", "admin"), Policies: p, State: state.New(now), Now: now})
 	if d.ApproverRole != "founder" {
 		t.Fatalf("approver role %q", d.ApproverRole)
+	}
+}
+
+// Runs already running hold their caps: a run that would fit the spend
+// alone does not fit with them.
+func TestAdmitCountsHeld(t *testing.T) {
+	st := state.New(now)
+	st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now, Usage: ledger.Usage{Cost: 3 * money.Dollar}})
+	in := Input{Schedule: sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), Policies: policies(), State: st, Now: now}
+	if _, refused := Admit(in); refused {
+		t.Fatal("refused with nothing running")
+	}
+	in.Held = 2 * money.Dollar
+	d, refused := Admit(in)
+	if !refused || !strings.Contains(d.Detail, "$3.00 spent, $2.00 held by running runs") {
+		t.Fatalf("with $2.00 held: %v %q", refused, d.Detail)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/money"
 	"github.com/astra-gitops/astra/internal/state"
 )
 
@@ -161,18 +162,38 @@ type ScheduleBudget struct {
 	LastReset  string `json:"last_reset"` // the UTC day the count is for
 }
 
-// GlobalBudget is spend against the limits (seed 002 GlobalBudgetGuard).
+// Period is one budget period's spend against its limit.
+type Period struct {
+	Name     string    `json:"period"` // day | month
+	Spent    money.USD `json:"spent_usd"`
+	Reserved money.USD `json:"reserved_usd"` // cost caps of runs that started and have no outcome yet
+	Limit    money.USD `json:"limit_usd"`    // 0: no limit
+	Tokens   int64     `json:"tokens"`
+	Paused   string    `json:"paused,omitempty"` // "since <time> (<mode>)" while paused
+	Resumed  bool      `json:"resumed,omitempty"`
+}
+
+// Left is what the period can still admit: limit - spent - reserved.
+func (p Period) Left() money.USD { return max(p.Limit-p.Spent-p.Reserved, 0) }
+
+// GlobalBudget is spend against the day's and the month's limits.
 type GlobalBudget struct {
-	DayUSD          float64 `json:"day_usd"`
-	DayLimitUSD     float64 `json:"day_limit_usd"`
-	MonthUSD        float64 `json:"month_usd"`
-	MonthLimitUSD   float64 `json:"month_limit_usd"`
-	DayTokens       int64   `json:"day_tokens"`
-	MonthTokens     int64   `json:"month_tokens"`
-	AlertLevel      float64 `json:"alert_level"` // highest threshold reached in either period, 0 if none
-	Paused          string  `json:"paused,omitempty"`
-	OnLimitReached  string  `json:"on_limit_reached"`
-	AlertThresholds []float64
+	Day             Period    `json:"day"`
+	Month           Period    `json:"month"`
+	AlertLevel      float64   `json:"alert_level"` // highest threshold reached in either period, 0 if none
+	OnLimitReached  string    `json:"on_limit_reached"`
+	AlertThresholds []float64 `json:"alert_thresholds"`
+}
+
+// Paused says which periods are paused, "" when none.
+func (g GlobalBudget) Paused() string {
+	var out []string
+	for _, p := range []Period{g.Day, g.Month} {
+		if p.Paused != "" {
+			out = append(out, p.Name+" "+p.Paused)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // Budget is the report of `astra budget` and the builtin budget tool.
@@ -185,15 +206,21 @@ type Budget struct {
 // BudgetReport computes budget use at st.Now.
 func BudgetReport(cfg *model.Config, st *state.State) Budget {
 	b := cfg.Policies.Budget
-	g := GlobalBudget{DayUSD: st.Spend.DayUSD, DayLimitUSD: b.DailyLimitUSD, MonthUSD: st.Spend.MonthUSD, MonthLimitUSD: b.MonthlyLimitUSD,
-		DayTokens: st.Spend.DayTokens, MonthTokens: st.Spend.MonthTokens, OnLimitReached: b.OnLimitReached, AlertThresholds: b.AlertThresholds}
-	for _, th := range append(append([]float64(nil), b.AlertThresholds...), 1) {
-		if (b.DailyLimitUSD > 0 && g.DayUSD >= th*b.DailyLimitUSD) || (b.MonthlyLimitUSD > 0 && g.MonthUSD >= th*b.MonthlyLimitUSD) {
-			g.AlertLevel = th
+	period := func(name string, limit money.USD, tokens int64) Period {
+		p := Period{Name: name, Spent: st.Spent(name), Reserved: st.Reserved(name), Limit: limit, Tokens: tokens, Resumed: st.ResumedIn(name)}
+		if pz := st.Pauses[name]; pz != nil {
+			p.Paused = fmt.Sprintf("since %s (%s)", pz.Since.Format(time.RFC3339), pz.Mode)
 		}
+		return p
 	}
-	if p := st.Pause; p != nil {
-		g.Paused = fmt.Sprintf("%s since %s (%s)", p.Period, p.Since.Format(time.RFC3339), p.Mode)
+	g := GlobalBudget{Day: period("day", b.DailyLimit, st.Spend.DayTokens), Month: period("month", b.MonthlyLimit, st.Spend.MonthTokens),
+		OnLimitReached: b.OnLimitReached, AlertThresholds: b.AlertThresholds}
+	for _, th := range append(append([]float64(nil), b.AlertThresholds...), 1) {
+		for _, p := range []Period{g.Day, g.Month} {
+			if p.Limit > 0 && p.Spent.Float() >= th*p.Limit.Float() {
+				g.AlertLevel = th
+			}
+		}
 	}
 	out := Budget{Day: state.Day(st.Now), Global: g}
 	for _, sc := range cfg.Schedules {

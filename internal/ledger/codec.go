@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/astra-gitops/astra/internal/money"
 )
 
 // The ledger's line format is plain JSON, readable by jq and zcat. It is
@@ -44,7 +46,7 @@ func AppendJSON(dst []byte, e *Event) []byte {
 		dst = append(dst, `,"usage":{`...)
 		n := len(dst)
 		dst = appendIntField(dst, `,"tokens":`, e.Usage.Tokens)
-		dst = appendFloatField(dst, `,"cost_usd":`, e.Usage.CostUSD)
+		dst = appendMoneyField(dst, `,"cost_usd":`, e.Usage.Cost)
 		dst = appendIntField(dst, `,"wall_clock_ms":`, e.Usage.WallClockMS)
 		dst = appendIntField(dst, `,"tool_calls":`, e.Usage.ToolCalls)
 		dst = append(dst[:n], dst[n+1:]...) // drop the first comma
@@ -60,8 +62,8 @@ func AppendJSON(dst []byte, e *Event) []byte {
 	dst = appendStringField(dst, `,"runner":`, e.Runner, false)
 	dst = appendStringField(dst, `,"period":`, e.Period, false)
 	dst = appendFloatField(dst, `,"threshold":`, e.Threshold)
-	dst = appendFloatField(dst, `,"spent_usd":`, e.SpentUSD)
-	dst = appendFloatField(dst, `,"limit_usd":`, e.LimitUSD)
+	dst = appendMoneyField(dst, `,"spent_usd":`, e.Spent)
+	dst = appendMoneyField(dst, `,"limit_usd":`, e.Limit)
 	if len(e.Detail) > 0 {
 		dst = append(dst, `,"detail":`...)
 		var buf bytes.Buffer
@@ -99,6 +101,13 @@ func appendFloatField(dst []byte, key string, v float64) []byte {
 		return strconv.AppendFloat(dst, v, 'e', -1, 64)
 	}
 	return strconv.AppendFloat(dst, v, 'f', -1, 64)
+}
+
+func appendMoneyField(dst []byte, key string, v money.USD) []byte {
+	if v == 0 {
+		return dst
+	}
+	return v.Append(append(dst, key...))
 }
 
 // TimeLayout is how the ledger writes times: UTC, whole seconds.
@@ -326,9 +335,9 @@ func (s *scanner) event(d *decoder, e *Event) (prev []byte, err error) {
 		case "threshold":
 			e.Threshold, err = s.float()
 		case "spent_usd":
-			e.SpentUSD, err = s.float()
+			e.Spent, err = s.money()
 		case "limit_usd":
-			e.LimitUSD, err = s.float()
+			e.Limit, err = s.money()
 		case "detail":
 			start := s.i
 			if err = s.skip(0); err == nil && string(s.b[start:s.i]) != "null" {
@@ -630,6 +639,21 @@ func (s *scanner) float() (float64, error) {
 	return strconv.ParseFloat(string(b), 64)
 }
 
+func (s *scanner) money() (money.USD, error) {
+	if s.isNull() {
+		return 0, nil
+	}
+	b, _, err := s.number()
+	if err != nil {
+		return 0, err
+	}
+	v, err := money.ParseNumber(b)
+	if err != nil {
+		return 0, s.errorf("%v", err)
+	}
+	return v, nil
+}
+
 func (s *scanner) time() (time.Time, error) {
 	if s.isNull() {
 		return time.Time{}, nil
@@ -698,7 +722,7 @@ func (s *scanner) usage(u *Usage) error {
 		case "tokens":
 			u.Tokens, err = s.int()
 		case "cost_usd":
-			u.CostUSD, err = s.float()
+			u.Cost, err = s.money()
 		case "wall_clock_ms":
 			u.WallClockMS, err = s.int()
 		case "tool_calls":

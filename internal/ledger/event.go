@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+
+	"github.com/astra-gitops/astra/internal/money"
 )
 
 // Kind names what an event records.
@@ -68,7 +70,6 @@ const (
 	ReasonMissed          = "missed"      // superseded or too late under the catch-up policy
 	ReasonDeadLetter      = "dead_letter" // schedule quarantined after dead-lettering
 
-	ReasonTimeout        = "timeout"
 	ReasonBudgetExceeded = "budget_exceeded"
 	ReasonLost           = "lost" // claimed, runner died before recording an outcome
 	ReasonExit           = "exit" // non-zero exit or HTTP error
@@ -107,10 +108,10 @@ const (
 
 // Usage is what one run consumed (seed 002 BudgetSnapshot).
 type Usage struct {
-	Tokens      int64   `json:"tokens,omitempty"`
-	CostUSD     float64 `json:"cost_usd,omitempty"`
-	WallClockMS int64   `json:"wall_clock_ms,omitempty"`
-	ToolCalls   int64   `json:"tool_calls,omitempty"`
+	Tokens      int64     `json:"tokens,omitempty"`
+	Cost        money.USD `json:"cost_usd,omitempty"`
+	WallClockMS int64     `json:"wall_clock_ms,omitempty"`
+	ToolCalls   int64     `json:"tool_calls,omitempty"`
 }
 
 // IsZero reports whether nothing was consumed.
@@ -118,7 +119,7 @@ func (u Usage) IsZero() bool { return u == Usage{} }
 
 // Add returns the sum of two snapshots.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{u.Tokens + o.Tokens, u.CostUSD + o.CostUSD, u.WallClockMS + o.WallClockMS, u.ToolCalls + o.ToolCalls}
+	return Usage{u.Tokens + o.Tokens, u.Cost + o.Cost, u.WallClockMS + o.WallClockMS, u.ToolCalls + o.ToolCalls}
 }
 
 // Event is one ledger line. Seq and Prev are assigned by the writer.
@@ -160,10 +161,10 @@ type Event struct {
 	Runner  string    `json:"runner,omitempty"`
 
 	// Global budget events.
-	Period    string  `json:"period,omitempty"` // day | month
-	Threshold float64 `json:"threshold,omitempty"`
-	SpentUSD  float64 `json:"spent_usd,omitempty"`
-	LimitUSD  float64 `json:"limit_usd,omitempty"`
+	Period    string    `json:"period,omitempty"` // day | month
+	Threshold float64   `json:"threshold,omitempty"`
+	Spent     money.USD `json:"spent_usd,omitempty"`
+	Limit     money.USD `json:"limit_usd,omitempty"` // a budget event's limit; a claim's cost reservation
 
 	// Detail holds kind-specific JSON that replay rarely needs
 	// (checkpoint state, schedule diffs, rollback commands).

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/money"
 	"github.com/klauspost/compress/gzip"
 )
 
@@ -25,11 +26,11 @@ func sample(i int) *Event {
 	return &Event{
 		TS: t0.Add(time.Duration(i) * time.Minute), Event: RunCompleted, ScheduleID: "sch_1234abcd", Slot: slot,
 		IdempotencyKey: "sch_1234abcd@" + slot.Format(time.RFC3339), Actor: "n8n_workflow_7", Tenant: "zora",
-		Tool: "deploy_to_vercel", Tier: 2, Status: "ok", Reason: ReasonTimeout, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
-		Mode: ModeScheduled, Attempt: 2, Usage: Usage{Tokens: 1200, CostUSD: 0.0125, WallClockMS: 2300, ToolCalls: 3},
+		Tool: "deploy_to_vercel", Tier: 2, Status: "ok", Reason: ReasonBudgetExceeded, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
+		Mode: ModeScheduled, Attempt: 2, Usage: Usage{Tokens: 1200, Cost: 12_500, WallClockMS: 2300, ToolCalls: 3},
 		Output: "line one\nquote \" backslash \\ tab\t <html> & ünïcødé \u2028 \x01 end", Error: "exit status 1",
 		PR: 42, By: "octocat", ExpiresAt: slot.Add(24 * time.Hour), PayloadHash: "sha256:abcd", RetryAt: slot.Add(5 * time.Second),
-		Runner: "gh-123-1", Period: "day", Threshold: 0.8, SpentUSD: 4.25, LimitUSD: 5, Detail: json.RawMessage(`{"a": [1, 2, {"b": null}]}`),
+		Runner: "gh-123-1", Period: "day", Threshold: 0.8, Spent: 4_250_000, Limit: 5 * money.Dollar, Detail: json.RawMessage(`{"a": [1, 2, {"b": null}]}`),
 		Prev: strings.Repeat("ab", 32),
 	}
 }
@@ -96,7 +97,7 @@ func TestCodecAgreesWithEncodingJSON(t *testing.T) {
 		` { "seq" : 2 , "ts" : "2026-11-22T09:00:00+02:00", "slot": null, "unknown": {"x": [true, false, null, 1.5e3]}, "prev": "x" } `,
 		`{"seq":3,"output":"\u00e9\ud83d\ude00 \"q\" \\ \/","usage":{"tokens":5,"cost_usd":1e-7,"extra":1},"detail":{"k":"v"}}`,
 		`{"seq":4,"tier":null,"event":null,"detail":null,"usage":null}`,
-		`{"seq":5,"threshold":0.5,"spent_usd":-0,"limit_usd":12345678901234567890}`,
+		`{"seq":5,"threshold":0.5,"spent_usd":-0,"limit_usd":12345678.901234}`,
 		`{"seq":6,"ts":"2026-11-22T09:00:00.123456789Z"}`,
 		`{}`,
 	}
@@ -112,6 +113,7 @@ func TestCodecAgreesWithEncodingJSON(t *testing.T) {
 	bad := []string{
 		``, `[]`, `{"seq":1`, `{"seq":1,}`, `{"seq":01}`, `{"seq":1.5}`, `{"seq":"1"}`, `{"seq":1} x`,
 		`{"output":"a` + "\x01" + `b"}`, `{"SEQ":1}`, `{"ts":"yesterday"}`, `{"x":tru}`, `{"usage":{"Tokens":1}}`,
+		`{"limit_usd":12345678901234567890}`, `{"usage":{"cost_usd":"1"}}`,
 	}
 	for _, l := range bad {
 		var e Event

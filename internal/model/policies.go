@@ -1,5 +1,7 @@
 package model
 
+import "github.com/astra-gitops/astra/internal/money"
+
 // Tool kinds.
 const (
 	KindExec    = "exec"
@@ -80,8 +82,8 @@ type RateLimit struct {
 // GlobalBudget is the spend ceiling across all schedules (seed 002 GlobalBudgetGuard).
 type GlobalBudget struct {
 	Meta            Meta      `yaml:"-" json:"-"`
-	DailyLimitUSD   float64   `yaml:"daily_limit_usd" json:"daily_limit_usd" doc:"Default 5.00."`
-	MonthlyLimitUSD float64   `yaml:"monthly_limit_usd" json:"monthly_limit_usd" doc:"Default 50.00."`
+	DailyLimit      money.USD `yaml:"daily_limit_usd" json:"daily_limit_usd" doc:"Default 5.00."`
+	MonthlyLimit    money.USD `yaml:"monthly_limit_usd" json:"monthly_limit_usd" doc:"Default 50.00."`
 	AlertThresholds []float64 `yaml:"alert_thresholds" json:"alert_thresholds" doc:"Fractions of a limit that raise budget.warning (default 0.5, 0.8, 0.9)."`
 	OnLimitReached  string    `yaml:"on_limit_reached" json:"on_limit_reached" enum:"pause-all,pause-non-critical,alert-only" doc:"Default pause-all."`
 }

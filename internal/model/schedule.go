@@ -9,29 +9,30 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/astra-gitops/astra/internal/cron"
+	"github.com/astra-gitops/astra/internal/money"
 )
 
 // Defaults from the seeds. Seed 000: tier-1 per-day budget 4. Seed 002:
 // task budget, retry and global budget figures. Seed 001: --limit 10.
 const (
-	DefaultPerDayBudget    = 4
-	DefaultPriority        = 5
-	DefaultMaxTokens       = 50_000
-	DefaultMaxCostUSD      = 0.50
-	DefaultMaxWallClock    = 300 * time.Second
-	DefaultMaxToolCalls    = 10
-	DefaultRetryAttempts   = 3
-	DefaultBackoffBase     = 5 * time.Second
-	DefaultBackoffMax      = 300 * time.Second
-	DefaultCatchupWindow   = 24 * time.Hour
-	DefaultSkipWindow      = 15 * time.Minute // how late a slot may be under catchup: skip
-	DefaultCatchupMax      = 10
-	DefaultApprovalTTL     = 24 * time.Hour
-	DefaultActor           = "astra"
-	DefaultDailyLimitUSD   = 5.00
-	DefaultMonthlyLimitUSD = 50.00
-	DefaultRatePerMinute   = 60
-	MaxChainDepth          = 8
+	DefaultPerDayBudget  = 4
+	DefaultPriority      = 5
+	DefaultMaxTokens     = 50_000
+	DefaultMaxCost       = money.Dollar / 2
+	DefaultMaxWallClock  = 300 * time.Second
+	DefaultMaxToolCalls  = 10
+	DefaultRetryAttempts = 3
+	DefaultBackoffBase   = 5 * time.Second
+	DefaultBackoffMax    = 300 * time.Second
+	DefaultCatchupWindow = 24 * time.Hour
+	DefaultSkipWindow    = 15 * time.Minute // how late a slot may be under catchup: skip
+	DefaultCatchupMax    = 10
+	DefaultApprovalTTL   = 24 * time.Hour
+	DefaultActor         = "astra"
+	DefaultDailyLimit    = 5 * money.Dollar
+	DefaultMonthlyLimit  = 50 * money.Dollar
+	DefaultRatePerMinute = 60
+	MaxChainDepth        = 8
 )
 
 // DefaultAlertThresholds are the global budget alert levels (seed 002).
@@ -92,11 +93,11 @@ type Schedule struct {
 
 // TaskBudget caps one run (seed 002 TaskBudget).
 type TaskBudget struct {
-	Meta         Meta     `yaml:"-" json:"-"`
-	MaxTokens    int64    `yaml:"max_tokens" json:"max_tokens" doc:"Tokens reported by the tool (default 50000)."`
-	MaxCostUSD   float64  `yaml:"max_cost_usd" json:"max_cost_usd" doc:"USD reported by the tool (default 0.50)."`
-	MaxWallClock Duration `yaml:"max_wall_clock" json:"max_wall_clock" doc:"Wall-clock limit; the tool's process group is killed (default 300s)."`
-	MaxToolCalls int64    `yaml:"max_tool_calls" json:"max_tool_calls" doc:"Tool invocations, chained steps included (default 10)."`
+	Meta         Meta      `yaml:"-" json:"-"`
+	MaxTokens    int64     `yaml:"max_tokens" json:"max_tokens" doc:"Tokens reported by the tool (default 50000)."`
+	MaxCost      money.USD `yaml:"max_cost_usd" json:"max_cost_usd" doc:"USD reported by the tool (default 0.50); 0 declares a tool that spends nothing: any cost it reports stops it."`
+	MaxWallClock Duration  `yaml:"max_wall_clock" json:"max_wall_clock" doc:"Wall-clock limit; the tool's process group is killed (default 300s)."`
+	MaxToolCalls int64     `yaml:"max_tool_calls" json:"max_tool_calls" doc:"Tool invocations, chained steps included (default 10)."`
 }
 
 // Recall bounds the agent memory handed to a tool (seed 002 retrieval

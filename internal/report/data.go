@@ -10,6 +10,7 @@ import (
 	"github.com/astra-gitops/astra/internal/introspect"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/money"
 	"github.com/astra-gitops/astra/internal/state"
 )
 
@@ -76,11 +77,12 @@ func Collect(cfg *model.Config, store *ledger.Store, now time.Time, repository, 
 	now = now.UTC()
 	first := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
 	d := Data{Generated: now, Repository: repository, ServerURL: serverURL, Month: ledger.Month(now),
-		DayLimitUSD: cfg.Policies.Budget.DailyLimitUSD, MonthLimitUSD: cfg.Policies.Budget.MonthlyLimitUSD,
+		DayLimitUSD: cfg.Policies.Budget.DailyLimit.Float(), MonthLimitUSD: cfg.Policies.Budget.MonthlyLimit.Float(),
 		Schedules: []ScheduleStats{}, Pending: []Pending{}, DeadLetters: []DeadLetter{}}
 	for day := first; !day.After(now); day = day.AddDate(0, 0, 1) {
 		d.Spend = append(d.Spend, DaySpend{Day: day.Format(time.DateOnly)})
 	}
+	spent := make([]money.USD, len(d.Spend)) // summed exactly, shown as dollars
 	stats := make(map[string]*ScheduleStats, len(cfg.Schedules))
 	for _, sc := range cfg.Schedules {
 		s := &ScheduleStats{ID: sc.ID, Name: sc.Name, Tier: int(sc.SafetyTier)}
@@ -105,8 +107,9 @@ func Collect(cfg *model.Config, store *ledger.Store, now time.Time, repository, 
 			return
 		}
 		if status != "skipped" {
-			day := &d.Spend[e.TS.UTC().Day()-1]
-			day.USD += e.Usage.CostUSD
+			i := e.TS.UTC().Day() - 1
+			day := &d.Spend[i]
+			spent[i] += e.Usage.Cost
 			day.Tokens += e.Usage.Tokens
 			day.Runs++
 		}
@@ -129,8 +132,11 @@ func Collect(cfg *model.Config, store *ledger.Store, now time.Time, repository, 
 	if err != nil {
 		return Data{}, err
 	}
-	d.MonthUSD = st.Spend.MonthUSD
-	d.Paused = introspect.BudgetReport(cfg, st).Global.Paused
+	for i, u := range spent {
+		d.Spend[i].USD = u.Float()
+	}
+	d.MonthUSD = st.Spend.Month.Float()
+	d.Paused = introspect.BudgetReport(cfg, st).Global.Paused()
 	for _, sc := range cfg.Schedules {
 		d.Schedules = append(d.Schedules, *stats[sc.ID])
 		if a := st.Approvals[sc.ID]; a != nil {

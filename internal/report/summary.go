@@ -9,6 +9,7 @@ import (
 
 	"github.com/astra-gitops/astra/internal/introspect"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/money"
 	"github.com/astra-gitops/astra/internal/runner"
 )
 
@@ -41,7 +42,7 @@ func Summary(w io.Writer, rep *runner.Report, cfg *model.Config, b introspect.Bu
 				details += fmt.Sprintf(" [PR #%d](%s)", o.PR, o.PRURL)
 			}
 			if !o.Usage.IsZero() {
-				details += fmt.Sprintf(" (%d tokens, $%.4f, %s)", o.Usage.Tokens, o.Usage.CostUSD, time.Duration(o.Usage.WallClockMS)*time.Millisecond)
+				details += fmt.Sprintf(" (%d tokens, %s, %s)", o.Usage.Tokens, o.Usage.Cost.Dollars(), time.Duration(o.Usage.WallClockMS)*time.Millisecond)
 			}
 			slot := ""
 			if !o.Slot.IsZero() {
@@ -73,11 +74,15 @@ func Summary(w io.Writer, rep *runner.Report, cfg *model.Config, b introspect.Bu
 	g := b.Global
 	fmt.Fprintln(w, "### Budget")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "| period | spent | limit | use |\n|---|---|---|---|\n")
-	fmt.Fprintf(w, "| today | $%.2f | $%.2f | `%s` |\n", g.DayUSD, g.DayLimitUSD, Bar(g.DayUSD, g.DayLimitUSD, 20))
-	fmt.Fprintf(w, "| %s | $%.2f | $%.2f | `%s` |\n", rep.Now.UTC().Format("January"), g.MonthUSD, g.MonthLimitUSD, Bar(g.MonthUSD, g.MonthLimitUSD, 20))
-	if g.Paused != "" {
-		fmt.Fprintf(w, "\n> [!WARNING]\n> Paused: %s. `astra budget resume` lifts it.\n", g.Paused)
+	fmt.Fprintf(w, "| period | spent | held by running runs | limit | use |\n|---|---|---|---|---|\n")
+	for _, p := range []struct {
+		name string
+		introspect.Period
+	}{{"today", g.Day}, {rep.Now.UTC().Format("January"), g.Month}} {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | `%s` |\n", p.name, p.Spent.Dollars(), p.Reserved.Dollars(), p.Limit.Dollars(), Bar(p.Spent, p.Limit, 20))
+	}
+	if paused := g.Paused(); paused != "" {
+		fmt.Fprintf(w, "\n> [!WARNING]\n> Paused: %s. `astra budget resume` lifts it.\n", paused)
 	}
 	for _, a := range rep.Alerts {
 		fmt.Fprintf(w, "\n> [!NOTE]\n> %s\n", a)
@@ -120,12 +125,13 @@ func Summary(w io.Writer, rep *runner.Report, cfg *model.Config, b introspect.Bu
 }
 
 // Bar draws spent against limit in text, for Markdown and terminals.
-func Bar(spent, limit float64, width int) string {
+func Bar(spent, limit money.USD, width int) string {
 	if limit <= 0 {
 		return "no limit"
 	}
-	n := min(max(int(spent/limit*float64(width)+0.5), 0), width)
-	return strings.Repeat("█", n) + strings.Repeat("░", width-n) + fmt.Sprintf(" %3.0f%%", spent/limit*100)
+	f := spent.Float() / limit.Float()
+	n := min(max(int(f*float64(width)+0.5), 0), width)
+	return strings.Repeat("█", n) + strings.Repeat("░", width-n) + fmt.Sprintf(" %3.0f%%", f*100)
 }
 
 func icon(action string) string {

@@ -181,22 +181,30 @@ func (r *Runner) ReleaseDeadLetters(ctx context.Context, ref string, id identity
 	return rep, released, err
 }
 
-// Resume lifts the global-budget pause for the rest of its period and
-// returns that period ("day" or "month").
-func (r *Runner) Resume(ctx context.Context, id identity.Identity) (*Report, string, error) {
-	var period string
+// Resume lifts the global-budget pauses (the day's, the month's, or both)
+// and the admission check of those periods for the rest of them, and
+// returns the periods it lifted. The limits stay: the next period starts
+// under them again.
+func (r *Runner) Resume(ctx context.Context, id identity.Identity) (*Report, []string, error) {
+	var periods []string
 	rep, err := r.record(ctx, "budget resume", func(s *session) ([]*ledger.Event, error) {
 		if err := s.permit(ctx, model.VerbResume, "the global budget", id, nil); err != nil {
 			return nil, err
 		}
 		st := s.state()
-		if st.Pause == nil {
+		var evs []*ledger.Event
+		for _, period := range []string{"day", "month"} {
+			if st.Pauses[period] != nil {
+				periods = append(periods, period)
+				evs = append(evs, &ledger.Event{Event: ledger.BudgetResumed, Status: ledger.StatusResumed, Period: period, By: by(id), Spent: st.Spent(period)})
+			}
+		}
+		if len(evs) == 0 {
 			return nil, usagef("the global budget is not paused")
 		}
-		period = st.Pause.Period
-		return []*ledger.Event{{Event: ledger.BudgetResumed, Status: ledger.StatusResumed, Period: period, By: by(id), SpentUSD: st.Spend.DayUSD}}, nil
+		return evs, nil
 	})
-	return rep, period, err
+	return rep, periods, err
 }
 
 // PurgeMemory quarantines the memory written by a schedule or a run

@@ -6,36 +6,42 @@ import (
 	"sync"
 
 	"github.com/astra-gitops/astra/internal/executor"
+	"github.com/astra-gitops/astra/internal/gate"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/money"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/state"
 )
 
-// execute runs the tasks, up to MaxParallel at once, in order of priority;
-// tasks sharing a lane never overlap. Everything a task records goes
-// through s.mu.
+// execute runs the tasks, up to MaxParallel at once, in the order they
+// were decided (priority first). Tasks sharing a lane run one after
+// another in that order, never at the same time; other runners see a
+// lane's claims and leave its schedules alone meanwhile (see decideDue).
+// Everything a task records goes through s.mu.
 func (s *session) execute(ctx context.Context, tasks []*task) {
-	sem := make(chan struct{}, s.r.opts.MaxParallel)
-	lanes := map[string]*sync.Mutex{}
-	var wg sync.WaitGroup
+	var queues [][]*task
+	lanes := map[string]int{}
 	for _, t := range tasks {
-		var lane *sync.Mutex
 		if l := t.sched.Lane; l != "" {
-			if lanes[l] == nil {
-				lanes[l] = &sync.Mutex{}
+			if i, ok := lanes[l]; ok {
+				queues[i] = append(queues[i], t)
+				continue
 			}
-			lane = lanes[l]
+			lanes[l] = len(queues)
 		}
+		queues = append(queues, []*task{t})
+	}
+	sem := make(chan struct{}, s.r.opts.MaxParallel)
+	var wg sync.WaitGroup
+	for _, q := range queues {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if lane != nil {
-				lane.Lock()
-				defer lane.Unlock()
+			for _, t := range q {
+				s.runTask(ctx, t)
 			}
-			s.runTask(ctx, t)
 		}()
 	}
 	wg.Wait()
@@ -59,6 +65,24 @@ func (s *session) runTask(ctx context.Context, t *task) {
 		}
 		return
 	}
+	// Admission again as the run starts: what earlier runs of the batch
+	// spent, and the caps of the runs running now, count. An approved run
+	// was admitted when claimed; a human chose it, so it goes ahead.
+	s.mu.Lock()
+	if t.grant == nil {
+		if d, refused := gate.Admit(gate.Input{Schedule: t.sched, Policies: &r.cfg.Policies, State: s.state(), Now: s.now, Held: s.held}); refused {
+			if err := s.skip(t, d.Reason, d.Detail); err != nil {
+				s.report.Errors = append(s.report.Errors, err.Error())
+			}
+			s.progress(t)
+			s.mu.Unlock()
+			return
+		}
+	}
+	reserve := gate.Reserve(t.sched, t.tool)
+	s.held += reserve
+	s.mu.Unlock()
+
 	req := r.request(t)
 	req.OnWarning = func(w executor.Warning) {
 		s.mu.Lock()
@@ -72,6 +96,7 @@ func (s *session) runTask(ctx context.Context, t *task) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.held -= reserve
 	t.outcome.setResult(res, r.tail)
 	if err := s.recordResult(t, res); err != nil {
 		s.report.Errors = append(s.report.Errors, err.Error())
@@ -99,8 +124,9 @@ func (s *session) recordResult(t *task, res executor.Result) error {
 	}
 	t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionFailed, res.Reason, ev.Error
 	evs := []*ledger.Event{ev}
-	if res.Reason == ledger.ReasonBudgetExceeded {
-		// Retrying a run that blew its budget would spend it again: it goes
+	if res.Exceeded != "" {
+		// Every per-run limit (tokens, cost, tool calls, wall clock) ends
+		// the same way: retrying would spend it again, so the slot goes
 		// straight to the dead letter, to be released by a human.
 		dl := t.event(ledger.RunDeadLettered, ledger.StatusDeadLetter)
 		dl.Attempt, dl.Error = t.attempt, ev.Error+"; not retried: raise the budget, then `astra dead-letter retry`"
@@ -141,32 +167,37 @@ func (s *session) chain(ctx context.Context, t *task, res executor.Result) {
 }
 
 // checkGlobalBudget raises the global budget's alerts once per period and
-// pauses at the limit (seed 002 GlobalBudgetGuard). Called with s.mu held.
+// pauses each period that reached its limit: the day and the month
+// independently, so both are recorded when both are crossed, and a month
+// pause outlives the day. Called with s.mu held, after every run.
 func (s *session) checkGlobalBudget() {
 	st := s.state()
 	b := s.r.cfg.Policies.Budget
 	for _, p := range []struct {
-		period       string
-		spent, limit float64
-	}{{"day", st.Spend.DayUSD, b.DailyLimitUSD}, {"month", st.Spend.MonthUSD, b.MonthlyLimitUSD}} {
+		period string
+		limit  money.USD
+	}{{"day", b.DailyLimit}, {"month", b.MonthlyLimit}} {
 		if p.limit <= 0 {
 			continue
 		}
-		frac := p.spent / p.limit
+		spent := st.Spent(p.period)
 		for _, th := range append(append([]float64(nil), b.AlertThresholds...), 1) {
-			if frac < th || st.Alerted[state.AlertKey(p.period, s.now, th)] {
+			reached := spent.Float() >= th*p.limit.Float()
+			if th >= 1 {
+				reached = spent >= p.limit // exact: 100% is the limit itself
+			}
+			if !reached || st.Alerted[state.AlertKey(p.period, s.now, th)] {
 				continue
 			}
 			kind, status := ledger.BudgetWarning, ledger.StatusWarning
 			if th >= 1 {
 				kind, status = ledger.BudgetExceeded, ledger.StatusExceeded
 			}
-			ev := &ledger.Event{Event: kind, Status: status, Period: p.period, Threshold: th, SpentUSD: round(p.spent), LimitUSD: p.limit,
-				Error: fmt.Sprintf("%s spend $%.2f is %.0f%% of the $%.2f limit", p.period, p.spent, frac*100, p.limit)}
+			ev := &ledger.Event{Event: kind, Status: status, Period: p.period, Threshold: th, Spent: spent, Limit: p.limit,
+				Error: fmt.Sprintf("%s spend %s is %.0f%% of the %s limit", p.period, spent.Dollars(), spent.Float()/p.limit.Float()*100, p.limit.Dollars())}
 			evs := []*ledger.Event{ev}
-			if th >= 1 && b.OnLimitReached != model.AlertOnly && st.Pause == nil && !st.ResumedIn(p.period) {
-				evs = append(evs, &ledger.Event{Event: ledger.BudgetPaused, Status: b.OnLimitReached, Period: p.period,
-					SpentUSD: round(p.spent), LimitUSD: p.limit,
+			if th >= 1 && b.OnLimitReached != model.AlertOnly && st.Pauses[p.period] == nil && !st.ResumedIn(p.period) {
+				evs = append(evs, &ledger.Event{Event: ledger.BudgetPaused, Status: b.OnLimitReached, Period: p.period, Spent: spent, Limit: p.limit,
 					Error: fmt.Sprintf("%s: paused until the next %s or `astra budget resume`", b.OnLimitReached, p.period)})
 			}
 			if err := s.j.Record(evs...); err != nil {
@@ -177,8 +208,6 @@ func (s *session) checkGlobalBudget() {
 		}
 	}
 }
-
-func round(f float64) float64 { return float64(int64(f*1e6+0.5)) / 1e6 }
 
 // progress reports a finished task on the progress writer, if any.
 func (s *session) progress(t *task) {

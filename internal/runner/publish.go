@@ -165,7 +165,7 @@ func redundant(st *state.State, e *ledger.Event) bool {
 	case ledger.BudgetWarning, ledger.BudgetExceeded:
 		return e.Period != "" && st.Alerted[state.AlertKey(e.Period, e.TS, e.Threshold)]
 	case ledger.BudgetPaused:
-		return st.Pause != nil
+		return st.Pauses[e.Period] != nil
 	case ledger.ScheduleCreated, ledger.ScheduleUpdated:
 		return st.Known[e.ScheduleID] == e.PayloadHash
 	case ledger.ScheduleDeleted:

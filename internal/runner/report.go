@@ -16,6 +16,7 @@ const (
 	ActionAwaitingApproval = "awaiting_approval"
 	ActionDryRun           = "dry_run"   // a dry run invoked the tool in dry-run mode
 	ActionWouldRun         = "would_run" // a dry run of a tool that cannot dry-run
+	ActionDeferred         = "deferred"  // left due for a later run (its lane is busy elsewhere); nothing recorded
 )
 
 // Outcome is what happened to one candidate.

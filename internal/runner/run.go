@@ -164,6 +164,7 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 // and returns the tasks that may run.
 func (s *session) decideDue(ctx context.Context) ([]*task, error) {
 	cands := plan.Due(s.r.cfg, s.state(), s.now, s.r.opts.Filter)
+	busy := s.busyLanes()
 	var tasks []*task
 	processed := 0
 	for _, c := range cands {
@@ -185,6 +186,14 @@ func (s *session) decideDue(ctx context.Context) ([]*task, error) {
 		}
 		if processed >= s.r.opts.Limit {
 			s.report.OverLimit++
+			continue
+		}
+		if l := c.Schedule.Lane; l != "" && busy[l] != "" {
+			// Another runner is running a lane-mate: leave the slot due
+			// (nothing recorded) for the run after it ends.
+			t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, c.Attempt, "")
+			t.outcome.Action, t.outcome.Reason = ActionDeferred, "lane_busy"
+			t.outcome.Detail = fmt.Sprintf("lane %s is busy with %s; the next run takes it", l, busy[l])
 			continue
 		}
 		processed++
@@ -211,6 +220,32 @@ func (s *session) decideDue(ctx context.Context) ([]*task, error) {
 		}
 	}
 	return tasks, nil
+}
+
+// busyLanes names, per lane, a run holding it: a live claim (before its
+// deadline) of a schedule in that lane, recorded by any runner before this
+// round decided anything.
+func (s *session) busyLanes() map[string]string {
+	lane := map[string]string{}
+	for _, sc := range s.r.cfg.Schedules {
+		if sc.Lane != "" {
+			lane[sc.ID] = sc.Lane
+		}
+	}
+	busy := map[string]string{}
+	if len(lane) == 0 {
+		return busy
+	}
+	for key, o := range s.state().Open {
+		l := lane[o.ScheduleID]
+		if l == "" || o.Status != state.OpenClaimed || s.now.After(o.Deadline) {
+			continue
+		}
+		if by := key + " (runner " + o.Runner + ")"; busy[l] == "" || by < busy[l] {
+			busy[l] = by // the same name every time, whatever the map order
+		}
+	}
+	return busy
 }
 
 // decideOne gates a single manual or event task.
@@ -287,6 +322,7 @@ func (s *session) gate(ctx context.Context, t *task) (bool, error) {
 func (s *session) claim(t *task) error {
 	ev := t.event(ledger.RunClaimed, ledger.StatusClaimed)
 	ev.Runner = s.r.opts.RunnerID
+	ev.Limit = gate.Reserve(t.sched, t.tool) // held against the global budget until the outcome
 	ev.ExpiresAt = s.now.Add(t.sched.Budget.MaxWallClock.D() + claimMargin)
 	evs := []*ledger.Event{ev}
 	if g := t.grant; g != nil {

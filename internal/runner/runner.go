@@ -21,6 +21,7 @@ import (
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/money"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/redact"
 	"github.com/astra-gitops/astra/internal/state"
@@ -121,9 +122,10 @@ type session struct {
 	j       *state.Journal
 	mu      sync.Mutex // guards j and report while tasks run in parallel
 	report  *Report
-	pushed  int      // recorded events already pushed (claims)
-	touched []string // files other than the journal's this run changed (token files)
-	spills  []string // spill refs merged by this run
+	pushed  int       // recorded events already pushed (claims)
+	touched []string  // files other than the journal's this run changed (token files)
+	held    money.USD // cost caps of the runs running now (under mu)
+	spills  []string  // spill refs merged by this run
 }
 
 // open replays the ledger and starts a journal, repairing a broken tail

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/money"
 )
 
 // manualKeyTTL is how long a completed manual or event idempotency key is
@@ -32,16 +33,20 @@ type State struct {
 	snapshot
 
 	Spend   Spend
-	Alerted map[string]bool // AlertKey of alerts raised in the current periods
-	Pause   *Pause          // active global-budget pause
-	Resumed map[string]bool // "day:2026-11-22": a human resumed that period
-	Events  int             // events replayed
+	Alerted map[string]bool   // AlertKey of alerts raised in the current periods
+	Pauses  map[string]*Pause // active global-budget pauses, by period ("day", "month")
+	Resumed map[string]bool   // "day:2026-11-22": a human resumed that period
+	Events  int               // events replayed
 
 	// dayStr caches the day string of the last event's day: replay would
 	// otherwise format a date per event.
 	dayIdx int64
 	dayStr string
 	claims map[string]map[int64]int // open tier-1+ claims by schedule and day
+	// reserved is what open claims may still spend (their cost caps), by
+	// UTC day index and by month ("2026-11"), so admission need not scan.
+	reservedDay   map[int64]money.USD
+	reservedMonth map[string]money.USD
 }
 
 // dayIndex numbers UTC days, for cheap comparisons.
@@ -101,7 +106,8 @@ type Open struct {
 	Actor      string    `json:"actor,omitempty"`
 	Tool       string    `json:"tool,omitempty"`
 	Tier       int       `json:"tier,omitempty"`
-	Error      string    `json:"error,omitempty"` // last failure, for a retry
+	Error      string    `json:"error,omitempty"`   // last failure, for a retry
+	Reserve    money.USD `json:"reserve,omitempty"` // a claim's cost cap, held against the global budget until its outcome
 }
 
 // DeadLetter is a slot that failed every attempt (seed 002 dead letter).
@@ -134,9 +140,9 @@ type Approval struct {
 	Mode        string          `json:"mode,omitempty"` // of the run waiting for it
 }
 
-// Spend is what runs cost in the current UTC day and month (seed 002).
+// Spend is what runs cost in the current UTC day and month.
 type Spend struct {
-	DayUSD, MonthUSD       float64
+	Day, Month             money.USD
 	DayTokens, MonthTokens int64
 }
 
@@ -149,7 +155,7 @@ type Pause struct {
 
 // New returns an empty state at now.
 func New(now time.Time) *State {
-	return &State{Now: now.UTC(), snapshot: emptySnapshot(), Alerted: map[string]bool{}, Resumed: map[string]bool{}}
+	return &State{Now: now.UTC(), snapshot: emptySnapshot(), Alerted: map[string]bool{}, Resumed: map[string]bool{}, Pauses: map[string]*Pause{}}
 }
 
 func emptySnapshot() snapshot {
@@ -183,6 +189,23 @@ func periodOf(period string, t time.Time) string {
 // ResumedIn reports whether a human resumed the budget in the current period.
 func (s *State) ResumedIn(period string) bool { return s.Resumed[period+":"+periodOf(period, s.Now)] }
 
+// Reserved is what the open claims of the current day or month may still
+// spend: the cost caps of runs that started and have no outcome yet.
+func (s *State) Reserved(period string) money.USD {
+	if period == "month" {
+		return s.reservedMonth[month(s.Now)]
+	}
+	return s.reservedDay[dayIndex(s.Now)]
+}
+
+// Spent is the spend of the current day or month.
+func (s *State) Spent(period string) money.USD {
+	if period == "month" {
+		return s.Spend.Month
+	}
+	return s.Spend.Day
+}
+
 // AlertKey names one alert threshold within one budget period, so each
 // alert is raised once per period.
 func AlertKey(period string, t time.Time, threshold float64) string {
@@ -214,13 +237,27 @@ func (s *State) putOpen(key string, o *Open) {
 	s.delOpen(key)
 	s.Open[key] = o
 	s.countClaim(o, 1)
+	s.reserve(o, 1)
 }
 
 func (s *State) delOpen(key string) {
 	if o := s.Open[key]; o != nil {
 		s.countClaim(o, -1)
+		s.reserve(o, -1)
 		delete(s.Open, key)
 	}
+}
+
+// reserve adds (d=1) or removes (d=-1) an open claim's cost cap.
+func (s *State) reserve(o *Open, d money.USD) {
+	if o.Status != OpenClaimed || o.Reserve == 0 {
+		return
+	}
+	if s.reservedDay == nil {
+		s.reservedDay, s.reservedMonth = map[int64]money.USD{}, map[string]money.USD{}
+	}
+	s.reservedDay[dayIndex(o.ClaimedAt)] += d * o.Reserve
+	s.reservedMonth[month(o.ClaimedAt)] += d * o.Reserve
 }
 
 // countClaim tracks open tier-1+ claims per schedule and day, so budget
@@ -311,6 +348,7 @@ func (s *State) Apply(e *ledger.Event) {
 		s.putOpen(e.IdempotencyKey, &Open{
 			ScheduleID: e.ScheduleID, Slot: e.Slot, Mode: e.Mode, Status: OpenClaimed, Attempt: max(e.Attempt, 1),
 			ClaimedAt: e.TS, Deadline: e.ExpiresAt, Runner: e.Runner, TraceID: e.TraceID, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier,
+			Reserve: e.Limit,
 		})
 		if e.Actor != "" && e.TS.After(s.Now.Add(-rateWindow)) {
 			s.ActorRuns[e.Actor] = append(s.ActorRuns[e.Actor], e.TS)
@@ -426,10 +464,10 @@ func (s *State) Apply(e *ledger.Event) {
 		}
 	case ledger.BudgetPaused:
 		if periodOf(e.Period, e.TS) == periodOf(e.Period, s.Now) {
-			s.Pause = &Pause{Period: e.Period, Since: e.TS, Mode: e.Status}
+			s.Pauses[e.Period] = &Pause{Period: e.Period, Since: e.TS, Mode: e.Status}
 		}
 	case ledger.BudgetResumed:
-		s.Pause = nil
+		delete(s.Pauses, e.Period)
 		s.Resumed[e.Period+":"+periodOf(e.Period, e.TS)] = true
 	case ledger.ScheduleCreated, ledger.ScheduleUpdated:
 		sc := s.schedule(e.ScheduleID)
@@ -450,10 +488,10 @@ func (s *State) addSpend(e *ledger.Event) {
 	if e.Usage.IsZero() || !sameMonth(e.TS, s.Now) {
 		return
 	}
-	s.Spend.MonthUSD += e.Usage.CostUSD
+	s.Spend.Month += e.Usage.Cost
 	s.Spend.MonthTokens += e.Usage.Tokens
 	if dayIndex(e.TS) == dayIndex(s.Now) {
-		s.Spend.DayUSD += e.Usage.CostUSD
+		s.Spend.Day += e.Usage.Cost
 		s.Spend.DayTokens += e.Usage.Tokens
 	}
 }

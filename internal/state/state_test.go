@@ -3,7 +3,6 @@ package state
 import (
 	"bufio"
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/ledger/ledgertest"
+	"github.com/astra-gitops/astra/internal/money"
 )
 
 // naive recomputes what replay should know with encoding/json and plain
@@ -21,8 +21,8 @@ type naive struct {
 	lastSlot    map[string]time.Time
 	consumed    map[string]int // successful tier>=1 runs on the day of now
 	open        map[string]string
-	dayUSD      float64
-	monthUSD    float64
+	dayUSD      money.USD
+	monthUSD    money.USD
 	actorRuns   map[string]int // claims in the last hour before now
 	approvals   map[string]int // open requests' PR by schedule
 	deadLetters map[string]bool
@@ -71,7 +71,8 @@ func computeNaively(t *testing.T, root string, now time.Time) naive {
 					n.consumed[id]++
 				}
 				if u, ok := e["usage"].(map[string]any); ok && ts.Format("2006-01") == now.Format("2006-01") {
-					c, _ := u["cost_usd"].(float64)
+					f, _ := u["cost_usd"].(float64)
+					c, _ := money.FromFloat(f) // the naive side reads with encoding/json
 					n.monthUSD += c
 					if ts.Format("2006-01-02") == now.Format("2006-01-02") {
 						n.dayUSD += c
@@ -132,8 +133,8 @@ func TestReplayAgreesWithNaiveComputation(t *testing.T) {
 			t.Errorf("open %s: %+v, want %s", k, o, status)
 		}
 	}
-	if math.Abs(st.Spend.DayUSD-n.dayUSD) > 1e-9 || math.Abs(st.Spend.MonthUSD-n.monthUSD) > 1e-6 {
-		t.Errorf("spend day %v month %v, want %v %v", st.Spend.DayUSD, st.Spend.MonthUSD, n.dayUSD, n.monthUSD)
+	if st.Spend.Day != n.dayUSD || st.Spend.Month != n.monthUSD {
+		t.Errorf("spend day %v month %v, want %v %v", st.Spend.Day, st.Spend.Month, n.dayUSD, n.monthUSD)
 	}
 	for a, want := range n.actorRuns {
 		if got := st.RunsSince(a, now.Add(-time.Hour)); got != want {
@@ -167,7 +168,7 @@ func openClaimsToday(st *State, id string) int {
 
 func run(id string, slot time.Time, kind ledger.Kind, tier int) *ledger.Event {
 	return &ledger.Event{Event: kind, ScheduleID: id, Slot: slot, IdempotencyKey: ledger.SlotKey(id, slot), Actor: "astra",
-		Tool: "t", Tier: tier, Status: "ok", Mode: ledger.ModeScheduled, Usage: ledger.Usage{CostUSD: 0.25}}
+		Tool: "t", Tier: tier, Status: "ok", Mode: ledger.ModeScheduled, Usage: ledger.Usage{Cost: money.Dollar / 4}}
 }
 
 // TestCheckpointBoundsReplay: the first event of a month is a checkpoint,
@@ -213,8 +214,8 @@ func TestCheckpointBoundsReplay(t *testing.T) {
 	if st.Known["a"] != "h1" || st.Schedules["a"].LastSlot.IsZero() || len(st.DeadLetters) != 1 || len(st.Open) != 1 {
 		t.Fatalf("checkpoint lost state: known %v schedules %+v dead %d open %d", st.Known, st.Schedules["a"], len(st.DeadLetters), len(st.Open))
 	}
-	if st.Spend.MonthUSD != 0 {
-		t.Fatalf("November's spend counted in December: %v", st.Spend.MonthUSD)
+	if st.Spend.Month != 0 {
+		t.Fatalf("November's spend counted in December: %v", st.Spend.Month)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/money"
 )
 
 // Options size a generated ledger.
@@ -77,7 +78,7 @@ func Generate(root string, o Options) (ledger.Tail, error) {
 				c.ExpiresAt = now.Add(10 * time.Minute)
 				done := base
 				done.Event, done.Status = ledger.RunCompleted, "ok"
-				done.Usage = ledger.Usage{Tokens: int64(r.IntN(4000)), CostUSD: float64(r.IntN(2000)) / 100000, WallClockMS: int64(r.IntN(30000)), ToolCalls: int64(1 + r.IntN(4))}
+				done.Usage = ledger.Usage{Tokens: int64(r.IntN(4000)), Cost: money.USD(r.IntN(2000) * 10), WallClockMS: int64(r.IntN(30000)), ToolCalls: int64(1 + r.IntN(4))}
 				if r.IntN(20) == 0 {
 					done.Event, done.Status, done.Reason, done.Error = ledger.RunFailed, "failed", ledger.ReasonExit, "exit status 1"
 				}
