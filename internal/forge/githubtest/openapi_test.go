@@ -26,32 +26,31 @@ const specURL = "https://astra.invalid/githubtest/openapi.json"
 
 // descriptionGaps are the places where GitHub's description disagrees with
 // what GitHub answers or accepts. Each is patched into the description
-// before checking, so that the fake can answer as GitHub does; nothing else
-// is loosened.
+// before checking, so that the fake can answer as GitHub does: add appends
+// an alternative to the array at ptr, set sets properties of the object at
+// ptr. Beyond these and toJSONSchema's reading of OpenAPI, nothing is
+// loosened.
 var descriptionGaps = []struct {
 	ptr, why string
-	patch    func(v any) any
+	add      any
+	set      map[string]any
 }{
 	{
 		ptr: "/components/schemas/issue-event-for-issue/anyOf",
 		why: "the list of an issue's events leaves out closed, reopened and merged events; " +
 			"GitHub describes them with state-change-issue-event in the timeline",
-		patch: func(v any) any {
-			return append(v.([]any), map[string]any{"$ref": "#/components/schemas/state-change-issue-event"})
-		},
+		add: map[string]any{"$ref": "#/components/schemas/state-change-issue-event"},
 	},
 	{
-		ptr:   "/components/schemas/pull-request-simple/properties/labels/items/properties/description",
-		why:   "a label's description is null when it has none, as pull-request says (github/rest-api-description#1812)",
-		patch: func(v any) any { v.(map[string]any)["nullable"] = true; return v },
+		ptr: "/components/schemas/pull-request-simple/properties/labels/items/properties/description",
+		why: "a label's description is null when it has none, as pull-request says (github/rest-api-description#1812)",
+		set: map[string]any{"nullable": true},
 	},
 	{
 		ptr: "/paths/~1repos~1{owner}~1{repo}~1issues~1{issue_number}~1labels/post/requestBody/content/application~1json/schema/oneOf",
 		why: `the operation's own text says "you can also pass an array of labels directly", ` +
 			"which is what go-github's AddLabelsToIssue sends; the schema lists only the object form",
-		patch: func(v any) any {
-			return append(v.([]any), map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"type": "string"}})
-		},
+		add: map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"type": "string"}},
 	},
 }
 
@@ -81,7 +80,7 @@ func loadSpec(t testing.TB) *apiSpec {
 	}
 	doc := raw.(map[string]any)
 	for _, g := range descriptionGaps {
-		if err := patchAt(doc, g.ptr, g.patch); err != nil {
+		if err := patchAt(doc, g.ptr, g.add, g.set); err != nil {
 			t.Fatalf("description gap %s: %v (regenerated description changed? %s)", g.ptr, err, g.why)
 		}
 	}
@@ -95,21 +94,32 @@ func loadSpec(t testing.TB) *apiSpec {
 	return &apiSpec{doc: doc, compiler: c, schemas: map[string]*jsonschema.Schema{}}
 }
 
-func patchAt(doc any, ptr string, patch func(any) any) error {
+// patchAt applies a descriptionGaps entry.
+func patchAt(doc map[string]any, ptr string, add any, set map[string]any) error {
 	toks := strings.Split(ptr, "/")[1:]
-	parent, last := doc, unescapePtr(toks[len(toks)-1])
-	for _, tok := range toks[:len(toks)-1] {
-		m, ok := parent.(map[string]any)
+	var v any = doc
+	for i, tok := range toks {
+		m, ok := v.(map[string]any)
 		if !ok || m[unescapePtr(tok)] == nil {
-			return fmt.Errorf("no %q", tok)
+			return fmt.Errorf("no %q", unescapePtr(tok))
 		}
-		parent = m[unescapePtr(tok)]
+		if add != nil && i == len(toks)-1 {
+			alts, ok := m[unescapePtr(tok)].([]any)
+			if !ok {
+				return fmt.Errorf("%q is not an array", unescapePtr(tok))
+			}
+			m[unescapePtr(tok)] = append(alts, add)
+			return nil
+		}
+		v = m[unescapePtr(tok)]
 	}
-	m, ok := parent.(map[string]any)
-	if !ok || m[last] == nil {
-		return fmt.Errorf("no %q", last)
+	m, ok := v.(map[string]any)
+	if !ok {
+		return errors.New("not an object")
 	}
-	m[last] = patch(m[last])
+	for k, x := range set {
+		m[k] = x
+	}
 	return nil
 }
 
@@ -521,6 +531,10 @@ func TestOpenAPISchemaConversion(t *testing.T) {
 		{"/components/schemas/git-ref", `{"ref":"refs/heads/x","node_id":"R","url":"not a uri","object":{"type":"commit","sha":"a","url":"https://x/c"}}`, false},
 		{"/components/schemas/team-membership", `{"url":"https://x/m","role":"member","state":"active","extra":1}`, true},
 		{"/components/schemas/team-membership", `{"url":"https://x/m","role":"member","state":"gone"}`, false},
+		{"/components/schemas/nullable-simple-user", `null`, true},
+		{"/components/schemas/simple-user", `null`, false},
+		// oneOf(basic-error, repository-rule-violation-error): both match.
+		{"/paths/~1repos~1{owner}~1{repo}~1contents~1{path}/put/responses/409/content/application~1json/schema", `{"message":"m","documentation_url":"d"}`, true},
 	} {
 		err := spec.validate(c.ptr, []byte(c.doc))
 		if (err == nil) != c.ok {
