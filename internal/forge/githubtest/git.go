@@ -362,3 +362,62 @@ func signature(login string, when time.Time) object.Signature {
 func noreplyEmail(login string) string {
 	return login + "@users.noreply.github.com"
 }
+
+// diffStats is how a pull request's head differs from its base.
+type diffStats struct{ commits, additions, deletions, files int }
+
+// compare counts the commits on head since its merge base with base, and
+// the files and lines changed from the merge base to head.
+func compare(repo *git.Repository, base, head plumbing.Hash) (*diffStats, error) {
+	mb, err := mergeBase(repo, base, head)
+	if err != nil {
+		return nil, err
+	}
+	hc, err := repo.CommitObject(head)
+	if err != nil {
+		return nil, err
+	}
+	from, seen := &object.Tree{}, map[plumbing.Hash]bool{}
+	if !mb.IsZero() {
+		mc, err := repo.CommitObject(mb)
+		if err != nil {
+			return nil, err
+		}
+		if from, err = mc.Tree(); err != nil {
+			return nil, err
+		}
+		err = object.NewCommitPreorderIter(mc, nil, nil).ForEach(func(c *object.Commit) error {
+			seen[c.Hash] = true
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	st := &diffStats{}
+	err = object.NewCommitPreorderIter(hc, seen, nil).ForEach(func(*object.Commit) error {
+		st.commits++
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	to, err := hc.Tree()
+	if err != nil {
+		return nil, err
+	}
+	changes, err := object.DiffTree(from, to)
+	if err != nil {
+		return nil, err
+	}
+	patch, err := changes.Patch()
+	if err != nil {
+		return nil, err
+	}
+	for _, fs := range patch.Stats() {
+		st.files++
+		st.additions += fs.Addition
+		st.deletions += fs.Deletion
+	}
+	return st, nil
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/google/go-github/v60/github"
 )
 
@@ -23,23 +24,10 @@ const maxBody = 65536 // GitHub's limit for issue and pull request bodies
 // ---- repository and refs ----
 
 func (s *Server) getRepo(c *call) {
-	writeJSON(c.w, http.StatusOK, s.repoJSON(c))
+	writeJSON(c.w, http.StatusOK, s.repoJSON(c, true))
 }
 
-func (s *Server) refJSON(name string, h plumbing.Hash) *github.Reference {
-	return &github.Reference{
-		Ref:    github.String(name),
-		URL:    github.String(s.repoAPI() + "/git/" + name),
-		NodeID: github.String("REF_fake"),
-		Object: &github.GitObject{
-			Type: github.String("commit"),
-			SHA:  github.String(h.String()),
-			URL:  github.String(s.repoAPI() + "/git/commits/" + h.String()),
-		},
-	}
-}
-
-// getRef serves GET git/ref/{ref} and git/refs/{ref} for one exact ref.
+// getRef serves GET git/ref/{ref}: one exact branch or tag.
 func (s *Server) getRef(c *call, ref string) {
 	name := plumbing.ReferenceName("refs/" + ref)
 	r, err := c.repo.Reference(name, true)
@@ -81,7 +69,9 @@ func (s *Server) createRef(c *call) {
 		unprocessable(c.w, "Reference already exists")
 		return
 	}
-	writeJSON(c.w, http.StatusCreated, s.refJSON(name.String(), h))
+	ref := s.refJSON(name.String(), h)
+	c.w.Header().Set("Location", ref.GetURL())
+	writeJSON(c.w, http.StatusCreated, ref)
 }
 
 // updateRefRequest mirrors go-github's unexported request struct.
@@ -127,32 +117,6 @@ func (s *Server) updateRef(c *call, ref string) {
 
 // ---- contents ----
 
-func (s *Server) contentJSON(p string, e entry, ref string) *github.RepositoryContent {
-	typ := "file"
-	switch e.Mode {
-	case filemode.Dir:
-		typ = "dir"
-	case filemode.Symlink:
-		typ = "symlink"
-	case filemode.Submodule:
-		typ = "submodule"
-	}
-	q := ""
-	if ref != "" {
-		q = "?ref=" + ref
-	}
-	return &github.RepositoryContent{
-		Type:        github.String(typ),
-		Name:        github.String(path.Base(p)),
-		Path:        github.String(p),
-		SHA:         github.String(e.Hash.String()),
-		URL:         github.String(s.repoAPI() + "/contents/" + p + q),
-		GitURL:      github.String(s.repoAPI() + "/git/blobs/" + e.Hash.String()),
-		HTMLURL:     github.String(s.URL + "/" + s.owner + "/" + s.name + "/blob/" + ref + "/" + p),
-		DownloadURL: github.String(s.URL + "/raw/" + s.owner + "/" + s.name + "/" + ref + "/" + p),
-	}
-}
-
 // wrap64 encodes like GitHub: base64 with a newline every 60 characters.
 func wrap64(data []byte) string {
 	enc := base64.StdEncoding.EncodeToString(data)
@@ -167,6 +131,18 @@ func wrap64(data []byte) string {
 	return b.String()
 }
 
+func contentType(m filemode.FileMode) string {
+	switch m {
+	case filemode.Dir:
+		return "dir"
+	case filemode.Symlink:
+		return "symlink"
+	case filemode.Submodule:
+		return "submodule"
+	}
+	return "file"
+}
+
 func (s *Server) getContents(c *call, p string) {
 	ref := c.r.URL.Query().Get("ref")
 	if ref == "" {
@@ -177,63 +153,69 @@ func (s *Server) getContents(c *call, p string) {
 		writeError(c.w, http.StatusNotFound, "No commit found for the ref "+ref, "https://docs.github.com/rest/repos/contents#get-repository-content")
 		return
 	}
-	fs, err := flatten(c.repo, commit)
+	co, err := c.repo.CommitObject(commit)
+	if err != nil {
+		writeError(c.w, http.StatusInternalServerError, err.Error(), "")
+		return
+	}
+	dir, err := co.Tree()
 	if err != nil {
 		writeError(c.w, http.StatusInternalServerError, err.Error(), "")
 		return
 	}
 	p = strings.Trim(p, "/")
-	if e, ok := fs[p]; ok && p != "" {
-		data, err := readBlob(c.repo, e.Hash)
+	if p != "" {
+		e, err := dir.FindEntry(p)
 		if err != nil {
+			writeError(c.w, http.StatusNotFound, "Not Found", "https://docs.github.com/rest/repos/contents#get-repository-content")
+			return
+		}
+		if e.Mode != filemode.Dir {
+			s.getFile(c, p, e, ref)
+			return
+		}
+		if dir, err = dir.Tree(p); err != nil {
 			writeError(c.w, http.StatusInternalServerError, err.Error(), "")
 			return
 		}
-		out := s.contentJSON(p, e, ref)
-		out.Size = github.Int(len(data))
-		out.Encoding = github.String("base64")
-		out.Content = github.String(wrap64(data))
+	}
+	entries := append([]object.TreeEntry(nil), dir.Entries...)
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+	list := make([]any, 0, len(entries))
+	for _, e := range entries {
+		size := 0
+		if e.Mode.IsFile() {
+			if b, err := c.repo.BlobObject(e.Hash); err == nil {
+				size = int(b.Size)
+			}
+		}
+		list = append(list, s.contentJSON(path.Join(p, e.Name), contentType(e.Mode), e.Hash, size, ref))
+	}
+	writeJSON(c.w, http.StatusOK, list)
+}
+
+// getFile answers for a file (with its content), a symlink (with its
+// target) or a submodule.
+func (s *Server) getFile(c *call, p string, e *object.TreeEntry, ref string) {
+	typ := contentType(e.Mode)
+	if typ == "submodule" {
+		out := s.contentJSON(p, typ, e.Hash, 0, ref)
+		out["submodule_git_url"] = ""
 		writeJSON(c.w, http.StatusOK, out)
 		return
 	}
-	// A directory: list its direct children.
-	prefix := ""
-	if p != "" {
-		prefix = p + "/"
-	}
-	children := map[string]*github.RepositoryContent{}
-	for fp, e := range fs {
-		rest, ok := strings.CutPrefix(fp, prefix)
-		if !ok {
-			continue
-		}
-		if dir, _, nested := strings.Cut(rest, "/"); nested {
-			children[dir] = s.contentJSON(prefix+dir, entry{Mode: filemode.Dir}, ref)
-			children[dir].SHA = nil
-			continue
-		}
-		cj := s.contentJSON(fp, e, ref)
-		if e.Mode != filemode.Submodule {
-			if data, err := readBlob(c.repo, e.Hash); err == nil {
-				cj.Size = github.Int(len(data))
-			}
-		}
-		children[rest] = cj
-	}
-	if len(children) == 0 {
-		writeError(c.w, http.StatusNotFound, "Not Found", "https://docs.github.com/rest/repos/contents#get-repository-content")
+	data, err := readBlob(c.repo, e.Hash)
+	if err != nil {
+		writeError(c.w, http.StatusInternalServerError, err.Error(), "")
 		return
 	}
-	names := make([]string, 0, len(children))
-	for n := range children {
-		names = append(names, n)
+	out := s.contentJSON(p, typ, e.Hash, len(data), ref)
+	if typ == "symlink" {
+		out["target"] = string(data)
+	} else {
+		out["content"], out["encoding"] = wrap64(data), "base64"
 	}
-	sort.Strings(names)
-	list := make([]*github.RepositoryContent, 0, len(names))
-	for _, n := range names {
-		list = append(list, children[n])
-	}
-	writeJSON(c.w, http.StatusOK, list)
+	writeJSON(c.w, http.StatusOK, out)
 }
 
 func (s *Server) putContents(c *call, p string) {
@@ -302,22 +284,36 @@ func (s *Server) putContents(c *call, p string) {
 		writeError(c.w, http.StatusConflict, "githubtest: "+err.Error(), "")
 		return
 	}
-	nfs, _ := flatten(c.repo, commit)
-	co, _ := c.repo.CommitObject(commit)
-	out := &github.RepositoryContentResponse{
-		Content: s.contentJSON(p, nfs[p], branch),
-		Commit: github.Commit{
-			SHA:       github.String(commit.String()),
-			Message:   github.String(co.Message),
-			Author:    &github.CommitAuthor{Name: github.String(author.Name), Email: github.String(author.Email), Date: ts(author.When)},
-			Committer: &github.CommitAuthor{Name: github.String(who.Name), Email: github.String(who.Email), Date: ts(who.When)},
-			Tree:      &github.Tree{SHA: github.String(co.TreeHash.String())},
-			Parents:   []*github.Commit{{SHA: github.String(tip.String())}},
-			URL:       github.String(s.repoAPI() + "/git/commits/" + commit.String()),
-			HTMLURL:   github.String(s.URL + "/" + s.owner + "/" + s.name + "/commit/" + commit.String()),
+	nfs, err := flatten(c.repo, commit)
+	if err != nil {
+		writeError(c.w, http.StatusInternalServerError, err.Error(), "")
+		return
+	}
+	co, err := c.repo.CommitObject(commit)
+	if err != nil {
+		writeError(c.w, http.StatusInternalServerError, err.Error(), "")
+		return
+	}
+	commitAPI := func(h plumbing.Hash) string { return s.repoAPI() + "/git/commits/" + h.String() }
+	commitHTML := func(h plumbing.Hash) string { return s.repoHTML() + "/commit/" + h.String() }
+	person := func(sig object.Signature) jsonObj {
+		return jsonObj{"name": sig.Name, "email": sig.Email, "date": timeJSON(sig.When)}
+	}
+	out := jsonObj{
+		"content": s.contentJSON(p, "file", nfs[p].Hash, len(req.Content), branch),
+		"commit": jsonObj{
+			"sha":          commit.String(),
+			"node_id":      "C_fake" + commit.String()[:12],
+			"url":          commitAPI(commit),
+			"html_url":     commitHTML(commit),
+			"author":       person(author),
+			"committer":    person(who),
+			"tree":         jsonObj{"url": s.repoAPI() + "/git/trees/" + co.TreeHash.String(), "sha": co.TreeHash.String()},
+			"message":      co.Message,
+			"parents":      []jsonObj{{"url": commitAPI(tip), "html_url": commitHTML(tip), "sha": tip.String()}},
+			"verification": jsonObj{"verified": false, "reason": "unsigned", "signature": nil, "payload": nil, "verified_at": nil},
 		},
 	}
-	out.Content.Size = github.Int(len(req.Content))
 	status := http.StatusOK
 	if !exists {
 		status = http.StatusCreated
@@ -350,7 +346,7 @@ func (s *Server) listPulls(c *call) {
 			headOwner, headRef = h, "" // GitHub: "user" alone filters by owner
 		}
 	}
-	list := []*github.PullRequest{}
+	list := []jsonObj{}
 	for _, is := range s.sortedIssues() {
 		p := is.pull
 		switch {
@@ -361,9 +357,7 @@ func (s *Server) listPulls(c *call) {
 			q.Get("base") != "" && q.Get("base") != p.base:
 			continue
 		}
-		pj := s.pullJSON(c, is)
-		pj.Mergeable, pj.MergeableState, pj.MergedBy = nil, nil, nil // not in list responses
-		list = append(list, pj)
+		list = append(list, s.pullJSON(c, is, false))
 	}
 	writeJSON(c.w, http.StatusOK, paginate(s, c, list))
 }
@@ -421,11 +415,13 @@ func (s *Server) createPull(c *call) {
 	}
 	s.nextNumber++
 	s.issues[is.number] = is
-	writeJSON(c.w, http.StatusCreated, s.pullJSON(c, is))
+	out := s.pullJSON(c, is, true)
+	c.w.Header().Set("Location", out["url"].(string))
+	writeJSON(c.w, http.StatusCreated, out)
 }
 
 func (s *Server) getPull(c *call, is *issue) {
-	writeJSON(c.w, http.StatusOK, s.pullJSON(c, is))
+	writeJSON(c.w, http.StatusOK, s.pullJSON(c, is, true))
 }
 
 // pullRequestUpdate mirrors go-github's unexported request struct.
@@ -490,15 +486,16 @@ func (s *Server) editPull(c *call, is *issue) {
 			if tip, _ := branchTip(c.repo, p.head); !tip.IsZero() {
 				p.headSHA = tip.String()
 			}
+			p.stats = s.pullStats(c, p)
 			is.state, is.closedAt = "closed", now
 			s.addEvent(is, c.login, "closed", "", "")
 		} else {
-			is.state, is.closedAt = "open", time.Time{}
+			is.state, is.closedAt, p.stats = "open", time.Time{}, nil
 			s.addEvent(is, c.login, "reopened", "", "")
 		}
 	}
 	is.updatedAt = now
-	writeJSON(c.w, http.StatusOK, s.pullJSON(c, is))
+	writeJSON(c.w, http.StatusOK, s.pullJSON(c, is, true))
 }
 
 // pullRequestMergeRequest mirrors go-github's unexported request struct.
@@ -581,11 +578,12 @@ func (s *Server) mergePull(c *call, is *issue) {
 		validationFailed(c.w, github.Error{Resource: "PullRequest", Field: "merge_method", Code: "invalid"})
 		return
 	}
+	stats := s.pullStats(c, p)
 	if err := setBranch(c.repo, p.base, result, baseTip); err != nil {
 		writeError(c.w, http.StatusConflict, "Base branch was modified. Review and try the merge again.", "")
 		return
 	}
-	p.merged, p.mergedBy, p.mergedAt, p.mergeCommitSHA, p.headSHA = true, c.login, now, result.String(), headTip.String()
+	p.merged, p.mergedBy, p.mergedAt, p.mergeCommitSHA, p.headSHA, p.stats = true, c.login, now, result.String(), headTip.String(), stats
 	is.state, is.closedAt, is.updatedAt = "closed", now, now
 	s.addEvent(is, c.login, "merged", result.String(), "")
 	s.addEvent(is, c.login, "closed", "", "")
@@ -619,7 +617,9 @@ func (s *Server) createIssue(c *call) {
 	if req.Labels != nil {
 		s.addLabelsTo(is, c.login, *req.Labels)
 	}
-	writeJSON(c.w, http.StatusCreated, s.issueJSON(is))
+	out := s.issueJSON(is)
+	c.w.Header().Set("Location", out["url"].(string))
+	writeJSON(c.w, http.StatusCreated, out)
 }
 
 // addLabels accepts both shapes GitHub accepts: ["a","b"] (what go-github
@@ -647,7 +647,10 @@ func (s *Server) addLabels(c *call, is *issue) {
 }
 
 func (s *Server) listComments(c *call, is *issue) {
-	list := append([]*github.IssueComment{}, is.comments...)
+	list := []jsonObj{}
+	for _, cm := range is.comments {
+		list = append(list, s.commentJSON(is, cm))
+	}
 	writeJSON(c.w, http.StatusOK, paginate(s, c, list))
 }
 
@@ -664,27 +667,19 @@ func (s *Server) createComment(c *call, is *issue) {
 		validationFailed(c.w, github.Error{Resource: "IssueComment", Field: "body", Code: "custom", Message: "body is too long (maximum is 65536 characters)"})
 		return
 	}
-	now := s.clock()
-	id := s.newID()
-	cm := &github.IssueComment{
-		ID:                github.Int64(id),
-		NodeID:            github.String(fmt.Sprintf("IC_fake%d", id)),
-		Body:              github.String(req.GetBody()),
-		User:              s.userJSON(c.login),
-		CreatedAt:         ts(now),
-		UpdatedAt:         ts(now),
-		AuthorAssociation: github.String("MEMBER"),
-		URL:               github.String(s.apiURL("/repos/%s/%s/issues/comments/%d", s.owner, s.name, id)),
-		HTMLURL:           github.String(s.issueJSON(is).GetHTMLURL() + fmt.Sprintf("#issuecomment-%d", id)),
-		IssueURL:          github.String(s.apiURL("/repos/%s/%s/issues/%d", s.owner, s.name, is.number)),
-	}
+	cm := &comment{id: s.newID(), body: req.GetBody(), user: c.login, at: s.clock()}
 	is.comments = append(is.comments, cm)
-	is.updatedAt = now
-	writeJSON(c.w, http.StatusCreated, cm)
+	is.updatedAt = cm.at
+	out := s.commentJSON(is, cm)
+	c.w.Header().Set("Location", out["url"].(string))
+	writeJSON(c.w, http.StatusCreated, out)
 }
 
 func (s *Server) listEvents(c *call, is *issue) {
-	list := append([]*github.IssueEvent{}, is.events...)
+	list := []jsonObj{}
+	for _, e := range is.events {
+		list = append(list, s.eventJSON(e))
+	}
 	writeJSON(c.w, http.StatusOK, paginate(s, c, list))
 }
 
@@ -717,28 +712,23 @@ func (s *Server) dispatch(c *call) {
 }
 
 func (s *Server) getTeam(c *call, org, slug string) {
-	if s.teams[strings.ToLower(org+"/"+slug)] == nil {
+	t := s.teams[strings.ToLower(org+"/"+slug)]
+	if t == nil {
 		notFound(c.w)
 		return
 	}
-	writeJSON(c.w, http.StatusOK, &github.Team{
-		ID:           github.Int64(int64(len(org) + len(slug))),
-		Name:         github.String(slug),
-		Slug:         github.String(slug),
-		URL:          github.String(s.apiURL("/orgs/%s/teams/%s", org, slug)),
-		Organization: &github.Organization{Login: github.String(org)},
-	})
+	writeJSON(c.w, http.StatusOK, s.teamJSON(org, slug, t))
 }
 
 func (s *Server) getMembership(c *call, org, slug, login string) {
-	state, ok := s.teams[strings.ToLower(org+"/"+slug)][strings.ToLower(login)]
-	if !ok {
+	t := s.teams[strings.ToLower(org+"/"+slug)]
+	if t == nil || t.members[strings.ToLower(login)] == "" {
 		notFound(c.w)
 		return
 	}
 	writeJSON(c.w, http.StatusOK, &github.Membership{
 		URL:   github.String(s.apiURL("/orgs/%s/teams/%s/memberships/%s", org, slug, login)),
-		State: github.String(state),
+		State: github.String(t.members[strings.ToLower(login)]),
 		Role:  github.String("member"),
 	})
 }

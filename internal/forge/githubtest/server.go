@@ -1,10 +1,12 @@
 // Package githubtest is a fake GitHub REST API for tests, backed by a real
 // bare git repository.
 //
-// It implements exactly the endpoints astra's forge client uses, with
-// GitHub's request and response JSON shapes (responses are go-github types,
-// requests are decoded strictly into go-github types or exact mirrors of its
-// unexported request structs). The repository's branches are the source of
+// It implements exactly the endpoints astra's forge client uses (Operations),
+// with GitHub's request and response shapes: answers carry every property
+// GitHub's published OpenAPI description requires, which a test checks
+// against testdata/openapi.json, and requests are decoded strictly into
+// go-github types or exact mirrors of its unexported request structs. The
+// repository's branches are the source of
 // truth: writing a file through the contents API makes a real commit, and
 // merging a pull request makes a real merge commit on the base branch, so a
 // test can clone RepoDir() over file:// and see what a merge produced.
@@ -63,7 +65,13 @@ type Config struct {
 //     workflow runs; repository_dispatch is only recorded (Dispatches);
 //   - one permission bit per user (write or read-only, SetWrite), instead of
 //     GitHub's fine-grained token permissions;
-//   - team memberships are visible to every authenticated user.
+//   - team memberships are visible to every authenticated user;
+//   - what the fake does not model is always "none": no milestones,
+//     assignees, reviewers, reactions, descriptions or license; links point
+//     at the fake, and a repository's clone_url is the bare repository's
+//     file:// URL;
+//   - the contents API answers a symlink with the link itself; GitHub
+//     follows a link to a file in the repository.
 type Server struct {
 	// URL is the API root, to use as GITHUB_API_URL.
 	URL string
@@ -75,15 +83,17 @@ type Server struct {
 	dir           string
 	hs            *httptest.Server
 	now           func() time.Time
+	created       time.Time
 
 	mu         sync.Mutex
-	users      map[string]*github.User // token -> user
-	readOnly   map[string]bool         // lower(login) -> true when read-only
+	tokens     map[string]string   // token -> login
+	accounts   map[string]*account // lower(login) -> account
+	readOnly   map[string]bool     // lower(login) -> true when read-only
 	issues     map[int]*issue
 	nextNumber int
 	nextID     int64
-	labels     map[string]*github.Label // lower(name) -> label
-	teams      map[string]map[string]string
+	labels     map[string]*label // lower(name) -> label
+	teams      map[string]*team  // lower(org/slug) -> team
 	faults     []Fault
 	requests   []Request
 	dispatches []Dispatch
@@ -118,6 +128,24 @@ type Dispatch struct {
 	Login     string
 }
 
+// account is a user, bot or organization.
+type account struct {
+	login string
+	id    int64
+	typ   string // User, Bot or Organization
+}
+
+type team struct {
+	id      int64
+	created time.Time
+	members map[string]string // lower(login) -> active | pending
+}
+
+type label struct {
+	id          int64
+	name, color string
+}
+
 type issue struct {
 	number    int
 	id        int64
@@ -129,14 +157,31 @@ type issue struct {
 	createdAt time.Time
 	updatedAt time.Time
 	closedAt  time.Time
-	comments  []*github.IssueComment
-	events    []*github.IssueEvent
+	comments  []*comment
+	events    []*event
 	pull      *pull // nil for a plain issue
 }
 
+type comment struct {
+	id   int64
+	body string
+	user string
+	at   time.Time
+}
+
+type event struct {
+	id     int64
+	actor  string
+	event  string // labeled, closed, reopened, merged
+	commit string // merged: the merge commit
+	label  string // labeled: the label's name
+	at     time.Time
+}
+
 type pull struct {
-	head, base     string // branch names
-	headSHA        string // frozen once closed
+	head, base     string     // branch names
+	headSHA        string     // frozen once closed
+	stats          *diffStats // frozen once closed
 	merged         bool
 	mergedBy       string
 	mergedAt       time.Time
@@ -172,13 +217,16 @@ func New(t testing.TB, cfg Config) *Server {
 		defaultBranch: cfg.DefaultBranch,
 		dir:           t.TempDir(),
 		now:           cfg.Now,
-		users:         map[string]*github.User{},
+		tokens:        map[string]string{},
+		accounts:      map[string]*account{},
 		readOnly:      map[string]bool{},
 		issues:        map[int]*issue{},
 		nextNumber:    1,
-		labels:        map[string]*github.Label{},
-		teams:         map[string]map[string]string{},
+		labels:        map[string]*label{},
+		teams:         map[string]*team{},
 	}
+	s.created = s.clock()
+	s.account(owner).typ = "Organization"
 	if err := s.initRepo(cfg.Files); err != nil {
 		t.Fatalf("githubtest: init repository: %v", err)
 	}
@@ -232,18 +280,22 @@ func (s *Server) DefaultBranch() string { return s.defaultBranch }
 func (s *Server) AddUser(token, login string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	typ := "User"
-	if strings.HasSuffix(login, "[bot]") {
-		typ = "Bot"
+	s.tokens[token] = s.account(login).login
+}
+
+// account returns the account of login, creating it on first use (the
+// repository's owner, logins that only appear in team memberships).
+func (s *Server) account(login string) *account {
+	key := strings.ToLower(login)
+	a := s.accounts[key]
+	if a == nil {
+		a = &account{login: login, id: s.newID(), typ: "User"}
+		if strings.HasSuffix(login, "[bot]") {
+			a.typ = "Bot"
+		}
+		s.accounts[key] = a
 	}
-	s.nextID++
-	s.users[token] = &github.User{
-		Login:   github.String(login),
-		ID:      github.Int64(1000 + s.nextID),
-		Type:    github.String(typ),
-		HTMLURL: github.String(s.URL + "/" + login),
-		URL:     github.String(s.URL + "/users/" + login),
-	}
+	return a
 }
 
 // SetWrite grants or revokes write permission on the repository for login.
@@ -271,10 +323,11 @@ func (s *Server) setTeamMember(org, slug, login, state string) {
 	defer s.mu.Unlock()
 	key := strings.ToLower(org + "/" + slug)
 	if s.teams[key] == nil {
-		s.teams[key] = map[string]string{}
+		s.account(org).typ = "Organization"
+		s.teams[key] = &team{id: s.newID(), created: s.clock(), members: map[string]string{}}
 	}
 	if login != "" {
-		s.teams[key][strings.ToLower(login)] = state
+		s.teams[key].members[strings.ToLower(login)] = state
 	}
 }
 
@@ -375,7 +428,6 @@ type call struct {
 	r     *http.Request
 	body  []byte
 	login string
-	user  *github.User
 	repo  *git.Repository
 }
 
@@ -398,19 +450,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.injectFault(rec, r) {
 		return
 	}
-	u := s.users[token]
-	if u == nil {
+	login, ok := s.tokens[token]
+	if !ok {
 		writeError(rec, http.StatusUnauthorized, "Bad credentials", "https://docs.github.com/rest")
 		return
 	}
-	req.Login = u.GetLogin()
+	req.Login = login
 	s.setRateHeaders(rec.Header())
 	repo, err := s.open()
 	if err != nil {
 		writeError(rec, http.StatusInternalServerError, "githubtest: open repository: "+err.Error(), "")
 		return
 	}
-	c := &call{w: rec, r: r, body: body, login: u.GetLogin(), user: u, repo: repo}
+	c := &call{w: rec, r: r, body: body, login: login, repo: repo}
 	s.route(c)
 }
 
@@ -493,6 +545,9 @@ type errorBody struct {
 }
 
 func writeError(w http.ResponseWriter, status int, msg, doc string, errs ...github.Error) {
+	if doc == "" {
+		doc = "https://docs.github.com/rest"
+	}
 	writeJSON(w, status, errorBody{Message: msg, Errors: errs, DocumentationURL: doc, Status: strconv.Itoa(status)})
 }
 
@@ -556,85 +611,115 @@ func paginate[T any](s *Server, c *call, items []T) []T {
 
 // ---- routing ----
 
-func (s *Server) route(c *call) {
-	seg := strings.Split(strings.Trim(c.r.URL.Path, "/"), "/")
-	m := c.r.Method
-	if len(seg) >= 4 && seg[0] == "orgs" && seg[2] == "teams" {
+// testdata/openapi.json is GitHub's REST API description from the pinned
+// @octokit/openapi, reduced to the routes' operations; the conformance test
+// checks the fake against it. Regenerate it when routes change.
+//go:generate go run ./testdata/openapigen -version 23.0.2 -out testdata/openapi.json
+
+// routes are the GitHub operations the fake serves. op is the operation's
+// key in GitHub's OpenAPI description, "METHOD /path/{param}", and is what
+// requests are matched against; a last {ref} or {path} spans slashes.
+var routes = []struct {
+	op    string
+	serve func(s *Server, c *call, p map[string]string)
+}{
+	{"GET /repos/{owner}/{repo}", func(s *Server, c *call, p map[string]string) { s.getRepo(c) }},
+	{"GET /repos/{owner}/{repo}/git/ref/{ref}", func(s *Server, c *call, p map[string]string) { s.getRef(c, p["ref"]) }},
+	{"POST /repos/{owner}/{repo}/git/refs", func(s *Server, c *call, p map[string]string) { s.createRef(c) }},
+	{"PATCH /repos/{owner}/{repo}/git/refs/{ref}", func(s *Server, c *call, p map[string]string) { s.updateRef(c, p["ref"]) }},
+	{"GET /repos/{owner}/{repo}/contents/{path}", func(s *Server, c *call, p map[string]string) { s.getContents(c, p["path"]) }},
+	{"PUT /repos/{owner}/{repo}/contents/{path}", func(s *Server, c *call, p map[string]string) { s.putContents(c, p["path"]) }},
+	{"GET /repos/{owner}/{repo}/pulls", func(s *Server, c *call, p map[string]string) { s.listPulls(c) }},
+	{"POST /repos/{owner}/{repo}/pulls", func(s *Server, c *call, p map[string]string) { s.createPull(c) }},
+	{"GET /repos/{owner}/{repo}/pulls/{pull_number}", func(s *Server, c *call, p map[string]string) { s.withPull(c, p["pull_number"], s.getPull) }},
+	{"PATCH /repos/{owner}/{repo}/pulls/{pull_number}", func(s *Server, c *call, p map[string]string) { s.withPull(c, p["pull_number"], s.editPull) }},
+	{"PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge", func(s *Server, c *call, p map[string]string) { s.withPull(c, p["pull_number"], s.mergePull) }},
+	{"POST /repos/{owner}/{repo}/issues", func(s *Server, c *call, p map[string]string) { s.createIssue(c) }},
+	{"POST /repos/{owner}/{repo}/issues/{issue_number}/labels", func(s *Server, c *call, p map[string]string) { s.withIssue(c, p["issue_number"], s.addLabels) }},
+	{"GET /repos/{owner}/{repo}/issues/{issue_number}/comments", func(s *Server, c *call, p map[string]string) { s.withIssue(c, p["issue_number"], s.listComments) }},
+	{"POST /repos/{owner}/{repo}/issues/{issue_number}/comments", func(s *Server, c *call, p map[string]string) { s.withIssue(c, p["issue_number"], s.createComment) }},
+	{"GET /repos/{owner}/{repo}/issues/{issue_number}/events", func(s *Server, c *call, p map[string]string) { s.withIssue(c, p["issue_number"], s.listEvents) }},
+	{"POST /repos/{owner}/{repo}/dispatches", func(s *Server, c *call, p map[string]string) { s.dispatch(c) }},
+	{"GET /orgs/{org}/teams/{team_slug}", func(s *Server, c *call, p map[string]string) { s.getTeam(c, p["org"], p["team_slug"]) }},
+	{"GET /orgs/{org}/teams/{team_slug}/memberships/{username}", func(s *Server, c *call, p map[string]string) {
+		s.getMembership(c, p["org"], p["team_slug"], p["username"])
+	}},
+}
+
+// Operations lists the operations the fake serves as keys of GitHub's
+// OpenAPI description ("GET /repos/{owner}/{repo}/pulls"), in routing order.
+func Operations() []string {
+	out := make([]string, len(routes))
+	for i, r := range routes {
+		out[i] = r.op
+	}
+	return out
+}
+
+// matchRoute finds the route for method and urlPath and its path
+// parameters; i is -1 when none matches.
+func matchRoute(method, urlPath string) (i int, params map[string]string) {
+	seg := strings.Split(strings.Trim(urlPath, "/"), "/")
+	for i, r := range routes {
+		m, tmpl, _ := strings.Cut(r.op, " ")
+		if m != method {
+			continue
+		}
+		if p, ok := matchPath(strings.Split(strings.Trim(tmpl, "/"), "/"), seg); ok {
+			return i, p
+		}
+	}
+	return -1, nil
+}
+
+func matchPath(tmpl, seg []string) (map[string]string, bool) {
+	p := map[string]string{}
+	for i, t := range tmpl {
+		name, isParam := strings.CutPrefix(t, "{")
+		name = strings.TrimSuffix(name, "}")
+		if isParam && i == len(tmpl)-1 && (name == "ref" || name == "path") {
+			if len(seg) < i {
+				return nil, false
+			}
+			p[name] = strings.Join(seg[i:], "/")
+			return p, true
+		}
 		switch {
-		case len(seg) == 4 && m == http.MethodGet:
-			s.getTeam(c, seg[1], seg[3])
-			return
-		case len(seg) == 6 && seg[4] == "memberships" && m == http.MethodGet:
-			s.getMembership(c, seg[1], seg[3], seg[5])
+		case i >= len(seg) || seg[i] == "":
+			return nil, false
+		case isParam:
+			p[name] = seg[i]
+		case t != seg[i]:
+			return nil, false
+		}
+	}
+	return p, len(seg) == len(tmpl)
+}
+
+func (s *Server) route(c *call) {
+	i, p := matchRoute(c.r.Method, c.r.URL.Path)
+	if i < 0 {
+		notFound(c.w)
+		return
+	}
+	op := routes[i].op
+	if strings.Contains(op, " /repos/") {
+		if !strings.EqualFold(p["owner"], s.owner) || !strings.EqualFold(p["repo"], s.name) {
+			notFound(c.w)
 			return
 		}
-		notFound(c.w)
-		return
-	}
-	if len(seg) < 3 || seg[0] != "repos" || !strings.EqualFold(seg[1], s.owner) || !strings.EqualFold(seg[2], s.name) {
-		notFound(c.w)
-		return
-	}
-	rest := seg[3:]
-	if m != http.MethodGet && !s.mayWrite(c, rest) {
-		writeError(c.w, http.StatusForbidden, "Resource not accessible by integration",
-			"https://docs.github.com/rest")
-		return
-	}
-	at := func(i int) string {
-		if i < len(rest) {
-			return rest[i]
+		if c.r.Method != http.MethodGet && !s.mayWrite(c, op) {
+			writeError(c.w, http.StatusForbidden, "Resource not accessible by integration",
+				"https://docs.github.com/rest")
+			return
 		}
-		return ""
 	}
-	switch {
-	case len(rest) == 0 && m == http.MethodGet:
-		s.getRepo(c)
-	case at(0) == "git" && at(1) == "ref" && len(rest) > 2 && m == http.MethodGet:
-		s.getRef(c, strings.Join(rest[2:], "/"))
-	case at(0) == "git" && at(1) == "refs" && len(rest) == 2 && m == http.MethodPost:
-		s.createRef(c)
-	case at(0) == "git" && at(1) == "refs" && len(rest) > 2 && m == http.MethodGet:
-		s.getRef(c, strings.Join(rest[2:], "/"))
-	case at(0) == "git" && at(1) == "refs" && len(rest) > 2 && m == http.MethodPatch:
-		s.updateRef(c, strings.Join(rest[2:], "/"))
-	case at(0) == "contents" && m == http.MethodGet:
-		s.getContents(c, strings.Join(rest[1:], "/"))
-	case at(0) == "contents" && len(rest) > 1 && m == http.MethodPut:
-		s.putContents(c, strings.Join(rest[1:], "/"))
-	case at(0) == "pulls" && len(rest) == 1 && m == http.MethodGet:
-		s.listPulls(c)
-	case at(0) == "pulls" && len(rest) == 1 && m == http.MethodPost:
-		s.createPull(c)
-	case at(0) == "pulls" && len(rest) == 2 && m == http.MethodGet:
-		s.withPull(c, at(1), s.getPull)
-	case at(0) == "pulls" && len(rest) == 2 && m == http.MethodPatch:
-		s.withPull(c, at(1), s.editPull)
-	case at(0) == "pulls" && len(rest) == 3 && at(2) == "merge" && m == http.MethodPut:
-		s.withPull(c, at(1), s.mergePull)
-	case at(0) == "issues" && len(rest) == 1 && m == http.MethodPost:
-		s.createIssue(c)
-	case at(0) == "issues" && len(rest) == 3 && at(2) == "labels" && m == http.MethodPost:
-		s.withIssue(c, at(1), s.addLabels)
-	case at(0) == "issues" && len(rest) == 3 && at(2) == "comments" && m == http.MethodGet:
-		s.withIssue(c, at(1), s.listComments)
-	case at(0) == "issues" && len(rest) == 3 && at(2) == "comments" && m == http.MethodPost:
-		s.withIssue(c, at(1), s.createComment)
-	case at(0) == "issues" && len(rest) == 3 && at(2) == "events" && m == http.MethodGet:
-		s.withIssue(c, at(1), s.listEvents)
-	case at(0) == "dispatches" && len(rest) == 1 && m == http.MethodPost:
-		s.dispatch(c)
-	default:
-		notFound(c.w)
-	}
+	routes[i].serve(s, c, p)
 }
 
 // mayWrite: read-only users may comment; every other change needs write.
-func (s *Server) mayWrite(c *call, rest []string) bool {
-	if !s.readOnly[strings.ToLower(c.login)] {
-		return true
-	}
-	return len(rest) == 3 && rest[0] == "issues" && rest[2] == "comments"
+func (s *Server) mayWrite(c *call, op string) bool {
+	return !s.readOnly[strings.ToLower(c.login)] || op == "POST /repos/{owner}/{repo}/issues/{issue_number}/comments"
 }
 
 func (s *Server) withIssue(c *call, num string, f func(*call, *issue)) {
@@ -657,199 +742,35 @@ func (s *Server) withPull(c *call, num string, f func(*call, *issue)) {
 	})
 }
 
-// ---- JSON builders (go-github types, so shapes match GitHub) ----
-
-func (s *Server) apiURL(p string, args ...any) string {
-	return s.URL + fmt.Sprintf(p, args...)
-}
-
-func (s *Server) repoAPI() string { return s.apiURL("/repos/%s/%s", s.owner, s.name) }
-
-func (s *Server) userJSON(login string) *github.User {
-	for _, u := range s.users {
-		if strings.EqualFold(u.GetLogin(), login) {
-			cp := *u
-			return &cp
-		}
-	}
-	return &github.User{Login: github.String(login), Type: github.String("User")}
-}
-
-func (s *Server) repoJSON(c *call) *github.Repository {
-	write := !s.readOnly[strings.ToLower(c.login)]
-	return &github.Repository{
-		ID:            github.Int64(4242),
-		NodeID:        github.String("R_fake"),
-		Name:          github.String(s.name),
-		FullName:      github.String(s.owner + "/" + s.name),
-		Owner:         &github.User{Login: github.String(s.owner), Type: github.String("Organization")},
-		Private:       github.Bool(true),
-		HTMLURL:       github.String(s.URL + "/" + s.owner + "/" + s.name),
-		URL:           github.String(s.repoAPI()),
-		DefaultBranch: github.String(s.defaultBranch),
-		Permissions:   map[string]bool{"admin": false, "maintain": false, "push": write, "triage": write, "pull": true},
-	}
-}
-
-func ts(t time.Time) *github.Timestamp {
-	if t.IsZero() {
-		return nil
-	}
-	return &github.Timestamp{Time: t}
-}
-
-func (s *Server) labelsJSON(names []string) []*github.Label {
-	out := []*github.Label{}
-	for _, n := range names {
-		out = append(out, s.labels[strings.ToLower(n)])
-	}
-	return out
-}
-
-func (s *Server) issueJSON(is *issue) *github.Issue {
-	out := &github.Issue{
-		ID:        github.Int64(is.id),
-		Number:    github.Int(is.number),
-		State:     github.String(is.state),
-		Title:     github.String(is.title),
-		Body:      github.String(is.body),
-		User:      s.userJSON(is.user),
-		Labels:    s.labelsJSON(is.labels),
-		Comments:  github.Int(len(is.comments)),
-		CreatedAt: ts(is.createdAt),
-		UpdatedAt: ts(is.updatedAt),
-		ClosedAt:  ts(is.closedAt),
-		URL:       github.String(s.apiURL("/repos/%s/%s/issues/%d", s.owner, s.name, is.number)),
-		HTMLURL:   github.String(s.apiURL("/%s/%s/issues/%d", s.owner, s.name, is.number)),
-	}
-	if is.pull != nil {
-		out.HTMLURL = github.String(s.apiURL("/%s/%s/pull/%d", s.owner, s.name, is.number))
-		out.PullRequestLinks = &github.PullRequestLinks{URL: github.String(s.apiURL("/repos/%s/%s/pulls/%d", s.owner, s.name, is.number))}
-	}
-	return out
-}
-
-func (s *Server) pullJSON(c *call, is *issue) *github.PullRequest {
-	p := is.pull
-	headSHA := p.headSHA
-	if is.state == "open" {
-		if h, _ := branchTip(c.repo, p.head); !h.IsZero() {
-			headSHA = h.String()
-		}
-	}
-	baseTip, _ := branchTip(c.repo, p.base)
-	ghRepo := s.repoJSON(c)
-	out := &github.PullRequest{
-		ID:                  github.Int64(is.id),
-		NodeID:              github.String(fmt.Sprintf("PR_fake%d", is.number)),
-		Number:              github.Int(is.number),
-		State:               github.String(is.state),
-		Locked:              github.Bool(false),
-		Title:               github.String(is.title),
-		Body:                github.String(is.body),
-		CreatedAt:           ts(is.createdAt),
-		UpdatedAt:           ts(is.updatedAt),
-		ClosedAt:            ts(is.closedAt),
-		MergedAt:            ts(p.mergedAt),
-		Labels:              s.labelsJSON(is.labels),
-		User:                s.userJSON(is.user),
-		Draft:               github.Bool(p.draft),
-		Merged:              github.Bool(p.merged),
-		Comments:            github.Int(len(is.comments)),
-		MaintainerCanModify: github.Bool(p.maintainerMod),
-		URL:                 github.String(s.apiURL("/repos/%s/%s/pulls/%d", s.owner, s.name, is.number)),
-		HTMLURL:             github.String(s.apiURL("/%s/%s/pull/%d", s.owner, s.name, is.number)),
-		IssueURL:            github.String(s.apiURL("/repos/%s/%s/issues/%d", s.owner, s.name, is.number)),
-		CommentsURL:         github.String(s.apiURL("/repos/%s/%s/issues/%d/comments", s.owner, s.name, is.number)),
-		Head: &github.PullRequestBranch{
-			Label: github.String(s.owner + ":" + p.head),
-			Ref:   github.String(p.head),
-			SHA:   github.String(headSHA),
-			Repo:  ghRepo,
-			User:  ghRepo.Owner,
-		},
-		Base: &github.PullRequestBranch{
-			Label: github.String(s.owner + ":" + p.base),
-			Ref:   github.String(p.base),
-			SHA:   github.String(baseTip.String()),
-			Repo:  ghRepo,
-			User:  ghRepo.Owner,
-		},
-	}
-	if p.merged {
-		out.MergedBy = s.userJSON(p.mergedBy)
-		out.MergeCommitSHA = github.String(p.mergeCommitSHA)
-	}
-	if is.state == "open" {
-		mergeable := s.mergeable(c, p)
-		out.Mergeable = github.Bool(mergeable)
-		if mergeable {
-			out.MergeableState = github.String("clean")
-		} else {
-			out.MergeableState = github.String("dirty")
-		}
-	}
-	return out
-}
-
-func (s *Server) mergeable(c *call, p *pull) bool {
-	head, _ := branchTip(c.repo, p.head)
-	base, _ := branchTip(c.repo, p.base)
-	if head.IsZero() || base.IsZero() {
-		return false
-	}
-	_, err := mergedTree(c.repo, base, head)
-	return err == nil
-}
-
 func (s *Server) newID() int64 {
 	s.nextID++
 	return s.nextID
 }
 
-func (s *Server) addEvent(is *issue, actor, event, commit, label string) {
-	e := &github.IssueEvent{
-		ID:        github.Int64(s.newID()),
-		URL:       github.String(s.apiURL("/repos/%s/%s/issues/events/%d", s.owner, s.name, s.nextID)),
-		Actor:     s.userJSON(actor),
-		Event:     github.String(event),
-		CreatedAt: ts(s.clock()),
-	}
-	if commit != "" {
-		e.CommitID = github.String(commit)
-	}
-	if label != "" {
-		e.Label = &github.Label{Name: github.String(label)}
-	}
-	is.events = append(is.events, e)
+func (s *Server) addEvent(is *issue, actor, name, commit, label string) {
+	is.events = append(is.events, &event{id: s.newID(), actor: actor, event: name, commit: commit, label: label, at: s.clock()})
 }
 
-func (s *Server) ensureLabel(name string) {
+func (s *Server) ensureLabel(name string) *label {
 	key := strings.ToLower(name)
-	if s.labels[key] != nil {
-		return
+	if s.labels[key] == nil {
+		s.labels[key] = &label{id: s.newID(), name: name, color: "ededed"}
 	}
-	s.labels[key] = &github.Label{
-		ID:      github.Int64(s.newID()),
-		Name:    github.String(name),
-		Color:   github.String("ededed"),
-		URL:     github.String(s.apiURL("/repos/%s/%s/labels/%s", s.owner, s.name, name)),
-		Default: github.Bool(false),
-	}
+	return s.labels[key]
 }
 
-// addLabels adds labels to an issue (set union, as GitHub) and records one
-// "labeled" event per label actually added.
+// addLabelsTo adds labels to an issue (set union, as GitHub) and records
+// one "labeled" event per label actually added.
 func (s *Server) addLabelsTo(is *issue, actor string, names []string) {
 	for _, n := range names {
-		s.ensureLabel(n)
+		l := s.ensureLabel(n)
 		dup := false
 		for _, have := range is.labels {
 			dup = dup || strings.EqualFold(have, n)
 		}
 		if !dup {
-			is.labels = append(is.labels, s.labels[strings.ToLower(n)].GetName())
-			s.addEvent(is, actor, "labeled", "", n)
+			is.labels = append(is.labels, l.name)
+			s.addEvent(is, actor, "labeled", "", l.name)
 		}
 	}
 	sort.Strings(is.labels)
