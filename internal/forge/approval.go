@@ -159,7 +159,7 @@ func (c *Client) EnsureApprovalPR(ctx context.Context, req ApprovalRequest) (pr 
 	}
 	pr = toPR(ghPR)
 	if len(req.Labels) > 0 {
-		if _, _, err := c.gh.Issues.AddLabelsToIssue(retryablePOST(ctx), c.owner, c.repo, pr.Number, req.Labels); err != nil {
+		if err := c.addLabels(ctx, pr.Number, req.Labels); err != nil {
 			return pr, true, c.fail(err, "approval PR for %s: label #%d", req.ScheduleID, pr.Number)
 		}
 	}
@@ -209,7 +209,7 @@ func (c *Client) updateApprovalPR(ctx context.Context, existing *github.PullRequ
 		}
 	}
 	if len(missing) > 0 {
-		if _, _, err := c.gh.Issues.AddLabelsToIssue(retryablePOST(ctx), c.owner, c.repo, n, missing); err != nil {
+		if err := c.addLabels(ctx, n, missing); err != nil {
 			return toPR(existing), c.fail(err, "approval PR for %s: label #%d", req.ScheduleID, n)
 		}
 	}
@@ -443,4 +443,18 @@ func (c *Client) ClosePullRequest(ctx context.Context, number int, comment strin
 		return c.fail(err, "close pull request #%d", number)
 	}
 	return nil
+}
+
+// addLabels adds labels to an issue or pull request in the body form
+// GitHub's description documents, {"labels": [...]} (go-github's
+// AddLabelsToIssue sends a bare array, which GitHub accepts but does not
+// describe). Adding a label twice changes nothing, so it is retried.
+func (c *Client) addLabels(ctx context.Context, number int, labels []string) error {
+	u := fmt.Sprintf("repos/%s/%s/issues/%d/labels", c.owner, c.repo, number)
+	req, err := c.gh.NewRequest(http.MethodPost, u, map[string][]string{"labels": labels})
+	if err != nil {
+		return err
+	}
+	_, err = c.gh.Do(retryablePOST(ctx), req, nil)
+	return err
 }
