@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/runner"
 	"github.com/astra-gitops/astra/internal/state"
@@ -44,8 +45,11 @@ func (a *app) ledgerVerifyCmd() *cobra.Command {
 		Short: "Check gzip integrity, JSON, seq and the hash chain of every ledger file",
 		Long: `verify reads every file of the ledger and the approval log and checks that
 each gzip member is intact, each line is a valid event, seq increases by one
-and each line's prev is the sha256 of the line before it, across files.
-It names the first bad file:line and exits 1; a clean ledger exits 0.`,
+and each line's prev is the sha256 of the line before it, across files. In a
+git checkout it also checks the heads that astra's commits anchored in their
+messages (Ledger-Head trailers of the last 50 commits), so an edit of a last
+line, which no hash chain can see, is found too. It names the first bad
+file:line and exits 1; a clean ledger exits 0.`,
 		Example: `  astra ledger verify
   astra ledger verify --json`,
 		Args: cobra.NoArgs,
@@ -62,6 +66,7 @@ It names the first bad file:line and exits 1; a clean ledger exits 0.`,
 			}
 			var results []result
 			bad := false
+			anchors := a.anchors()
 			for _, s := range []*ledger.Store{a.store(), ledger.OpenApprovalLog(a.repo())} {
 				segs, err := s.Segments()
 				if err != nil {
@@ -69,6 +74,9 @@ It names the first bad file:line and exits 1; a clean ledger exits 0.`,
 				}
 				name := s.Dir()
 				st, err := ledger.Verify(a.repo(), segs)
+				if err == nil {
+					err = s.VerifyAnchors(segs, anchors)
+				}
 				res := result{Log: name, Files: st.Files, Events: st.Events, Last: st.Tail.Hash}
 				var ce *ledger.CorruptError
 				switch {
@@ -145,7 +153,7 @@ records what was cut. A ledger broken anywhere else is refused: that is not
 a crash, and needs a human (restore the file from git).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rep, err := runner.RepairLedger(a.store(), a.clock)
+			rep, err := runner.RepairLedger(a.repo(), a.v.GetInt64("ledger.segment_size"), a.clock, a.gitSizes())
 			if err != nil {
 				return err
 			}
@@ -158,4 +166,40 @@ a crash, and needs a human (restore the file from git).`,
 			return nil
 		},
 	}
+}
+
+// gitSizes asks git how much of a ledger file it holds; nil outside a
+// repository.
+func (a *app) gitSizes() runner.GitSizes {
+	repo, err := gitops.Open(gitops.Options{Dir: a.repo(), Remote: a.v.GetString("git.remote"), Branch: a.v.GetString("ledger_branch")})
+	if err != nil {
+		return nil
+	}
+	return func(path string) ledger.RepairOptions {
+		var o ledger.RepairOptions
+		o.Committed, _, _ = repo.CommittedFileSize(path)
+		o.Pushed, _, _ = repo.RemoteFileSize(path)
+		return o
+	}
+}
+
+// anchors are the ledger heads astra's recent commits recorded; none
+// outside a git checkout.
+func (a *app) anchors() []ledger.Anchor {
+	repo, err := gitops.Open(gitops.Options{Dir: a.repo(), Remote: a.v.GetString("git.remote"), Branch: a.v.GetString("ledger_branch")})
+	if err != nil {
+		return nil
+	}
+	msgs, err := repo.CommitMessages(50)
+	if err != nil {
+		return nil
+	}
+	var out []ledger.Anchor
+	for _, m := range msgs {
+		for _, an := range ledger.ParseAnchors(m.Message) {
+			an.Commit = m.Commit
+			out = append(out, an)
+		}
+	}
+	return out
 }

@@ -25,17 +25,18 @@ import (
 
 // app is the state shared by commands of one invocation.
 type app struct {
-	v      *viper.Viper
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
-	getenv func(string) string
-	cfg    *model.Config // the configuration of the run, once loaded
+	started time.Time // by the wall clock, never --now: compared with file times
+	v       *viper.Viper
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
+	getenv  func(string) string
+	cfg     *model.Config // the configuration of the run, once loaded
 }
 
 // Execute runs astra with args and returns the process exit code.
 func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	a := &app{v: viper.New(), stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	a := &app{v: viper.New(), stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, started: time.Now()}
 	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)

@@ -89,7 +89,8 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 	var git runner.Syncer
 	if !f.dryRun {
 		repo, err := gitops.Open(gitops.Options{Dir: a.repo(), Remote: a.v.GetString("git.remote"), Branch: a.v.GetString("ledger_branch"),
-			AuthorName: a.v.GetString("git.author_name"), AuthorEmail: a.v.GetString("git.author_email"), Token: a.getenv("GITHUB_TOKEN")})
+			AuthorName: a.v.GetString("git.author_name"), AuthorEmail: a.v.GetString("git.author_email"), Token: a.getenv("GITHUB_TOKEN"),
+			Started: a.started})
 		switch {
 		case err == nil:
 			if !repo.HasRemote() {

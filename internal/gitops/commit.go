@@ -23,6 +23,11 @@ const skipCI = "[skip ci]"
 // state-branch mode HEAD and the index are not touched. The message gets
 // "[skip ci]" appended unless it has it. changed is false (and hash the
 // current tip) when the files already match the tip.
+//
+// The index lock is taken before the branch moves: when another process
+// holds it the error wraps ErrLocked and nothing is committed. Only when
+// writing the index fails after the commit is made are hash and changed
+// returned with the error.
 func (r *Repo) Commit(msg string, paths ...string) (hash string, changed bool, err error) {
 	if len(paths) == 0 {
 		return "", false, errors.New("commit: no paths given")
@@ -78,6 +83,16 @@ func (r *Repo) Commit(msg string, paths ...string) (hash string, changed bool, e
 		return parent.String(), false, nil
 	}
 
+	// Take the index lock before the branch moves, as git does: a checkout
+	// another process is using gets no commit, rather than a commit and
+	// an index that does not match it.
+	var lock *indexLock
+	if r.checkedOut {
+		if lock, err = r.lockIndex(); err != nil {
+			return "", false, fmt.Errorf("commit: nothing was committed: %w", err)
+		}
+		defer lock.release()
+	}
 	now := r.opts.Now()
 	sig := object.Signature{Name: r.opts.AuthorName, Email: r.opts.AuthorEmail, When: now}
 	c := &object.Commit{Author: sig, Committer: sig, Message: withSkipCI(msg), TreeHash: tree}
@@ -95,9 +110,10 @@ func (r *Repo) Commit(msg string, paths ...string) (hash string, changed bool, e
 	if err := r.moveBranch(parent, h); err != nil {
 		return "", false, err
 	}
-	if r.checkedOut {
-		if err := r.updateIndex(files); err != nil {
-			return "", false, fmt.Errorf("commit %s made, but updating the index failed (run `git reset` to refresh it): %w", h, err)
+	if lock != nil {
+		if err := r.updateIndex(lock, files); err != nil {
+			return h.String(), true, fmt.Errorf("commit %.12s is on %s, but %w: `git status` shows the committed files as changed until `git reset` rebuilds the index",
+				h, r.branch.Short(), err)
 		}
 	}
 	return h.String(), true, nil

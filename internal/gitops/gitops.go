@@ -13,6 +13,12 @@
 //
 // It works in a GitHub Actions checkout (shallow, token in an http
 // extraheader), in a full clone, and in a repository without a remote.
+//
+// The index lock (.git/index.lock) is taken before the branch moves and is
+// removed on every error path. A lock someone else left is removed only
+// when it is provably stale: no live process has it open (or is git
+// working in the checkout; Linux only, through /proc) and it was written
+// before this run started. Otherwise the error wraps ErrLocked.
 package gitops
 
 import (
@@ -58,6 +64,10 @@ var (
 	// ErrNotRepository: the directory is not a git worktree; astra then
 	// writes its files without committing them.
 	ErrNotRepository = errors.New("not a git repository")
+	// ErrLocked: another process holds the checkout's index lock
+	// (.git/index.lock); nothing was changed. A lock provably left by a
+	// process that is gone is removed instead (see Repo.Warnings).
+	ErrLocked = errors.New("another astra or git process is using this checkout")
 )
 
 // Options configures Open. Only Dir is required.
@@ -79,6 +89,12 @@ type Options struct {
 	Token string
 	// Now stamps commits; default time.Now. Tests pin it.
 	Now func() time.Time
+	// Started is when this run started, by the wall clock (it is compared
+	// with file times, so never a pinned or simulated clock); default:
+	// when Open is called. An index lock written before it that no live
+	// process uses was left by a process that is gone, and is removed
+	// (see Repo.Warnings).
+	Started time.Time
 }
 
 // Repo is an open repository. It is not safe for concurrent use.
@@ -95,6 +111,8 @@ type Repo struct {
 	remoteURL string               // "" when the remote is not configured
 	auth      transport.AuthMethod // nil for local remotes or no credentials
 	secrets   []string             // strings that must never appear in errors
+
+	warnings []string // see Warnings
 }
 
 // Open opens the repository whose worktree root is opts.Dir.
@@ -113,6 +131,9 @@ func Open(opts Options) (*Repo, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Started.IsZero() {
+		opts.Started = time.Now()
 	}
 	dir, err := filepath.Abs(opts.Dir)
 	if err != nil {

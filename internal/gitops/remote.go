@@ -372,6 +372,13 @@ func (r *Repo) checkout(old, tip plumbing.Hash) error {
 		return r.fail(ErrLocalChanges, "sync "+r.branch.Short()+": uncommitted changes to "+strings.Join(dirty, ", "), nil,
 			"commit or stash them, or run astra in a clean checkout")
 	}
+	// The index lock first: a checkout another process is using is left as
+	// it is, branch included.
+	lock, err := r.lockIndex()
+	if err != nil {
+		return fmt.Errorf("sync %s: nothing was changed: %w", r.branch.Short(), err)
+	}
+	defer lock.release()
 	if err := r.moveBranch(old, tip); err != nil {
 		return err
 	}
@@ -396,7 +403,7 @@ func (r *Repo) checkout(old, tip plumbing.Hash) error {
 	if len(files) == 0 {
 		return nil
 	}
-	if err := r.updateIndex(files); err != nil {
+	if err := r.updateIndex(lock, files); err != nil {
 		return r.partialCheckout(err)
 	}
 	return nil

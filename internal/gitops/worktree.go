@@ -148,9 +148,9 @@ func (r *Repo) writeLoose(typ plumbing.ObjectType, h plumbing.Hash, data []byte)
 // updateIndex sets the index entries of the given files (removing absent
 // ones, and anything a file replaced: a directory's entries, or a file where a
 // parent directory now is), so that `git status` sees them as committed.
-// Entries for other paths are kept as they are. It holds index.lock while it
-// reads and rewrites the index, as git does.
-func (r *Repo) updateIndex(files []diskFile) (err error) {
+// Entries for other paths are kept as they are. The caller holds the index
+// lock l, as git does while it reads and rewrites the index.
+func (r *Repo) updateIndex(l *indexLock, files []diskFile) error {
 	drop := map[string]bool{}    // exact names to remove
 	dropDir := map[string]bool{} // directories whose entries go
 	var add []*index.Entry
@@ -175,22 +175,7 @@ func (r *Repo) updateIndex(files []diskFile) (err error) {
 	}
 	dropped := func(name string) bool { return drop[name] || underAny(name, dropDir) }
 
-	final := filepath.Join(r.gitDir, "index")
-	lock := final + ".lock"
-	f, err := os.OpenFile(lock, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("%s exists: another git process is running in this repository; if none is, remove the file", lock)
-	}
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(lock)
-		}
-	}()
-	data, err := os.ReadFile(final)
+	data, err := os.ReadFile(l.final)
 	var out []byte
 	switch {
 	case err == nil:
@@ -201,16 +186,13 @@ func (r *Repo) updateIndex(files []diskFile) (err error) {
 	case errors.Is(err, fs.ErrNotExist):
 		out, err = r.editIndexGoGit(dropped, add)
 	}
+	if err == nil {
+		err = l.commit(out)
+	}
 	if err != nil {
-		return fmt.Errorf("update %s: %w", final, err)
+		return fmt.Errorf("write %s: %w", r.relGit(l.final), err)
 	}
-	if _, err = f.Write(out); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(lock, final)
+	return nil
 }
 
 // editIndexGoGit is editIndex through go-git's index codec, for formats the
@@ -435,20 +417,15 @@ func (r *Repo) Materialize(prefix string) error {
 	for _, c := range changes {
 		wantFiles[c.path] = c.to
 	}
-	var updated []diskFile
+	var writes []fileChange
 	for _, c := range changes {
 		same, err := r.sameAsDisk(c.path, c.to)
 		if err != nil {
 			return err
 		}
-		if same {
-			continue
+		if !same {
+			writes = append(writes, c)
 		}
-		f, err := r.writeWorktreeFile(c.path, c.to)
-		if err != nil {
-			return err
-		}
-		updated = append(updated, f)
 	}
 	// Remove what the tip does not have.
 	root := r.fsPath(p)
@@ -476,14 +453,34 @@ func (r *Repo) Materialize(prefix string) error {
 	if err != nil {
 		return err
 	}
-	for _, rel := range extra {
+	if len(writes) == 0 && len(extra) == 0 {
+		return nil
+	}
+	// Take the index lock before touching files: a checkout that another
+	// process is using is left as it is.
+	var lock *indexLock
+	if r.checkedOut {
+		if lock, err = r.lockIndex(); err != nil {
+			return fmt.Errorf("write %s: %w", p, err)
+		}
+		defer lock.release()
+	}
+	var updated []diskFile
+	for _, rel := range extra { // first: a file may stand where a directory goes
 		if err := r.removeWorktreeFile(rel); err != nil {
 			return err
 		}
 		updated = append(updated, diskFile{path: rel, absent: true})
 	}
-	if r.checkedOut && len(updated) > 0 {
-		return r.updateIndex(updated)
+	for _, c := range writes {
+		f, err := r.writeWorktreeFile(c.path, c.to)
+		if err != nil {
+			return err
+		}
+		updated = append(updated, f)
+	}
+	if lock != nil {
+		return r.updateIndex(lock, updated)
 	}
 	return nil
 }

@@ -112,6 +112,24 @@ func BenchmarkScanVerify(b *testing.B) {
 	}
 }
 
+// BenchmarkVerifyAnchors checks the head anchor of a realistic ledger: what
+// `ledger verify` adds to the chain check (one pass over the newest file).
+func BenchmarkVerifyAnchors(b *testing.B) {
+	root, segs := big(b)
+	tail, err := ledger.Scan(root, segs, ledger.ScanOptions{}, func(*ledger.Event) error { return nil })
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := ledger.Open(root, 0)
+	anchors := []ledger.Anchor{tail.Anchor()}
+	for b.Loop() {
+		if err := s.VerifyAnchors(segs, anchors); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(tail.Segment.Size)/(1<<20), "file-MiB")
+}
+
 // BenchmarkGunzip is the floor: decompressing the same files and nothing
 // else, one goroutine per core as Scan uses.
 func BenchmarkGunzip(b *testing.B) {

@@ -169,9 +169,12 @@ func TestAppendMembersAndZcat(t *testing.T) {
 	if err != nil || len(segs) != 1 || segs[0].Path != "var/schedules/2026-11.ndjson.gz" {
 		t.Fatalf("segments %v %v", segs, err)
 	}
-	ms, err := members(root, segs[0].Path)
-	if err != nil || len(ms) != 5 {
-		t.Fatalf("want 5 gzip members, got %d (%v)", len(ms), err)
+	data, err := os.ReadFile(filepath.Join(root, segs[0].Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms := members(data); len(ms) != 5 {
+		t.Fatalf("want 5 gzip members, got %d", len(ms))
 	}
 	evs, rt, err := ReadAll(root, segs)
 	if err != nil {
@@ -320,10 +323,10 @@ func TestTruncatedMemberRepair(t *testing.T) {
 	}
 	segs, _ := s.Segments()
 	file := filepath.Join(root, segs[0].Path)
-	ms, _ := members("", file)
-	good := ms[len(ms)-1].start
 	// A run killed while writing: the last member is cut short.
 	data, _ := os.ReadFile(file)
+	ms := members(data)
+	good := ms[len(ms)-1].start
 	for _, cut := range []int64{good + 5, good + (int64(len(data))-good)/2, int64(len(data)) - 3} {
 		t.Run(fmt.Sprint(cut-good), func(t *testing.T) {
 			if err := os.WriteFile(file, data[:cut], 0o644); err != nil {
@@ -381,7 +384,7 @@ func TestRepairRefusesTheMiddle(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatal("tamper not found")
 	}
-	if _, err := s.Repair(segs, ce); !errors.Is(err, errNotTail) {
+	if _, err := s.Repair(segs, ce); !errors.Is(err, ErrNotRepairable) {
 		t.Fatalf("repair of a tampered middle line: %v", err)
 	}
 }

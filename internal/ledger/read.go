@@ -25,19 +25,30 @@ const (
 	ProblemJSON      = "json"      // a line is not a valid event
 	ProblemSeq       = "seq"       // seq does not increase by one
 	ProblemChain     = "chain"     // prev is not the hash of the previous line
+	ProblemAnchor    = "anchor"    // a line differs from what a commit anchored
 )
 
 // CorruptError points at the first bad line of a ledger.
 type CorruptError struct {
-	File string // slash path relative to the repository root
-	Line int    // 1-based line within the file (decompressed)
-	Kind string // one of the Problem kinds
-	Msg  string
+	File   string // slash path relative to the repository root
+	Line   int    // 1-based line within the file (decompressed)
+	Kind   string // one of the Problem kinds
+	Msg    string
+	Commit string // ProblemAnchor: the commit whose anchor the file no longer matches
+
+	torn bool // see Repairable
 }
 
 func (e *CorruptError) Error() string {
 	return fmt.Sprintf("%s:%d: ledger %s error: %s", e.File, e.Line, e.Kind, e.Msg)
 }
+
+// Repairable reports whether the damage is a torn tail: the newest file
+// ends inside its last gzip member, every member before it is intact and
+// nothing intact follows. That is what a run killed while appending
+// leaves, and the only damage Repair cuts; anything else is restored from
+// git (see Restore).
+func (e *CorruptError) Repairable() bool { return e.torn }
 
 // ScanOptions tune a scan.
 type ScanOptions struct {
@@ -101,7 +112,9 @@ type segmentResult struct {
 // Files are decompressed and decoded in parallel, a few ahead of fn, with
 // bounded memory; fn runs on the calling goroutine and must not keep e.
 // Scan stops at the first problem and returns a *CorruptError; every event
-// before it has been passed to fn.
+// before it has been passed to fn. Callers pass segments up to the newest
+// file: a problem in the last one is checked for being a torn tail (see
+// CorruptError.Repairable).
 func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error) (Tail, error) {
 	workers := opts.Workers
 	if workers <= 0 {
@@ -168,6 +181,9 @@ func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error
 				tail.Seq = e.Seq
 			}
 			if b.err != nil {
+				if ce, ok := b.err.(*CorruptError); ok && j == jobs[len(jobs)-1] {
+					ce.torn = ce.Kind == ProblemTruncated && tornFile(root, j.seg.Path)
+				}
 				return tail, b.err
 			}
 			b.recycle()

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,66 +8,96 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/klauspost/compress/gzip"
-
-	"github.com/astra-gitops/astra/internal/repofs"
 )
 
-// countingReader reports exactly how many bytes the gzip reader consumed:
-// it implements io.ByteReader, so flate reads through it without its own
-// read-ahead buffer and member boundaries are exact.
-type countingReader struct {
-	r *bufio.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
-func (c *countingReader) ReadByte() (byte, error) {
-	b, err := c.r.ReadByte()
-	if err == nil {
-		c.n++
-	}
-	return b, err
-}
-
-// member is one gzip member of a file.
+// member is one gzip member of a file, or a damaged stretch of it.
 type member struct {
-	start, end int64 // byte offsets in the file
-	data       []byte
-	err        error // decompression error; data holds what could be read
+	start, end int64  // byte offsets in the file
+	data       []byte // decompressed; for a damaged member, what could be read
+	err        error  // nil for an intact member (it decompresses, CRC and size match)
 }
 
-// members reads every gzip member of a file in order.
-func members(root, rel string) ([]member, error) {
+var gzipMagic = []byte{0x1f, 0x8b, 8} // ID1, ID2, CM=deflate
+
+// members splits a file into its gzip members. A damaged member does not
+// end the scan: it extends to the next offset where an intact member
+// starts, or to the end of the file, so the caller can tell a torn tail
+// from damage followed by intact history.
+func members(data []byte) []member {
+	var zr gzip.Reader
+	var out []member
+	for off := int64(0); off < int64(len(data)); {
+		m := readMember(&zr, data, off)
+		if m.err == nil {
+			out = append(out, m)
+			off = m.end
+			continue
+		}
+		m.end = int64(len(data))
+		var next *member
+		for i := off + 1; i < int64(len(data)); i++ {
+			k := bytes.Index(data[i:], gzipMagic)
+			if k < 0 {
+				break
+			}
+			i += int64(k)
+			if c := readMember(&zr, data, i); c.err == nil {
+				m.end, next = i, &c
+				break
+			}
+		}
+		out = append(out, m)
+		if next == nil {
+			break
+		}
+		out = append(out, *next)
+		off = next.end
+	}
+	return out
+}
+
+// readMember decompresses the gzip member starting at off. bytes.Reader is
+// an io.ByteReader, so flate reads exactly the member and end is exact.
+func readMember(zr *gzip.Reader, data []byte, off int64) member {
+	br := bytes.NewReader(data[off:])
+	m := member{start: off}
+	if m.err = zr.Reset(br); m.err == nil {
+		zr.Multistream(false)
+		m.data, m.err = io.ReadAll(zr)
+	}
+	m.end = int64(len(data)) - int64(br.Len())
+	return m
+}
+
+// tornMember returns the index of a torn last member: the file ends
+// inside it (cut short, as a killed append leaves it) and every member
+// before it is intact. It returns -1 for any other shape.
+func tornMember(ms []member) int {
+	n := len(ms)
+	if n == 0 || !errors.Is(ms[n-1].err, io.ErrUnexpectedEOF) {
+		return -1
+	}
+	for _, m := range ms[:n-1] {
+		if m.err != nil {
+			return -1
+		}
+	}
+	return n - 1
+}
+
+// tornFile reports whether a ledger file ends in a torn member (see
+// tornMember).
+func tornFile(root, rel string) bool {
 	f, err := openSegment(root, rel)
 	if err != nil {
-		return nil, err
+		return false
 	}
 	defer f.Close()
-	cr := &countingReader{r: bufio.NewReader(f)}
-	var out []member
-	var zr gzip.Reader
-	for {
-		start := cr.n
-		if _, err := cr.r.Peek(1); errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err := zr.Reset(cr); err != nil {
-			return append(out, member{start: start, end: cr.n, err: err}), nil
-		}
-		zr.Multistream(false)
-		data, err := io.ReadAll(&zr)
-		out = append(out, member{start: start, end: cr.n, data: data, err: err})
-		if err != nil {
-			return out, nil
-		}
-	}
+	data, err := io.ReadAll(f)
+	return err == nil && tornMember(members(data)) >= 0
 }
 
 // Repaired describes what Repair did, for the ledger.repaired event.
@@ -81,52 +110,71 @@ type Repaired struct {
 	Problem  string `json:"problem"`
 }
 
-// errNotTail means the ledger is broken somewhere other than its end: not
-// what a killed run leaves behind, so astra will not cut it.
-var errNotTail = errors.New("the ledger is broken before its last gzip member")
+// RepairOptions say what git already holds of the newest ledger file.
+// Those bytes are history: Repair never cuts them, whatever they look like.
+type RepairOptions struct {
+	Committed int64 // length of the file in the branch tip (0: not committed)
+	Pushed    int64 // length of the file on the remote branch (0: not pushed)
+}
 
-// Repair cuts a broken tail off the last segment: the last gzip member,
-// when it does not decompress (a run killed while writing leaves a partial
-// one). Complete lines of that member that still decode and chain are
-// written back, so nothing valid is dropped. bad is the problem Scan
-// reported. Anything else is refused with ErrNotTail: a bad line inside an
-// intact member was written or edited by someone, and needs a human.
-func (s *Store) Repair(segs []Segment, bad *CorruptError) (*Repaired, error) {
-	if len(segs) == 0 || bad.File != segs[len(segs)-1].Path {
-		return nil, fmt.Errorf("%w (%s)", errNotTail, bad)
+// ErrNotRepairable is wrapped by every refusal of Repair; the error says
+// how to restore the file from git instead.
+var ErrNotRepairable = errors.New("astra will not cut it")
+
+// Repair cuts a torn tail off the newest ledger file: its last gzip member,
+// when the file ends inside it (a run killed while appending leaves a
+// partial member). Complete lines of that member that still decode and
+// chain are written back, so nothing valid is dropped; a file left with
+// nothing is removed rather than left empty. bad is the first problem
+// Verify or Scan reported for segs.
+//
+// Anything else is refused with an error wrapping ErrNotRepairable and
+// saying how to restore the file from git: damage in an older file or
+// inside an intact member (someone's edit), damage followed by intact
+// members (a flipped byte, not a crash), and a cut below what opts says
+// git already has. A refused Repair leaves the file untouched.
+//
+// opts is optional (at most one) so that callers without git pass none.
+func (s *Store) Repair(segs []Segment, bad *CorruptError, opts ...RepairOptions) (*Repaired, error) {
+	var o RepairOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if len(segs) == 0 || bad.File != segs[len(segs)-1].Path || !bad.Repairable() {
+		return nil, notTorn(bad)
 	}
 	seg := segs[len(segs)-1]
-	ms, err := members(s.root, seg.Path)
+	file := s.abs(seg.Path)
+	f, err := openSegment(s.root, seg.Path) // a regular file inside the repository
 	if err != nil {
 		return nil, err
 	}
-	if len(ms) == 0 {
-		return nil, fmt.Errorf("%w (%s)", errNotTail, bad)
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return nil, err
 	}
-	// The bad line must lie in the last member.
-	lines := 0
-	for _, m := range ms[:len(ms)-1] {
-		if m.err != nil {
-			return nil, fmt.Errorf("%w (%s)", errNotTail, bad)
-		}
-		lines += bytes.Count(m.data, []byte{'\n'})
+	ms := members(data)
+	k := tornMember(ms)
+	if k < 0 { // the file changed since bad was found
+		return nil, notTorn(bad)
 	}
-	if bad.Line <= lines {
-		return nil, fmt.Errorf("%w (%s)", errNotTail, bad)
-	}
-	last := ms[len(ms)-1]
-	if last.err == nil {
-		// The member decompresses and its CRC matches: these are the bytes
-		// someone wrote, not a crash artifact. Cutting would drop valid lines.
-		return nil, fmt.Errorf("%w (%s)", errNotTail, bad)
+	last := ms[k]
+	switch {
+	case last.start < o.Pushed:
+		return nil, fmt.Errorf("%s: these events were already pushed (the remote branch has %d bytes of this file, the damage starts at byte %d), so %w; restore the file with `git checkout -- %s`",
+			bad, o.Pushed, last.start, ErrNotRepairable, seg.Path)
+	case last.start < o.Committed:
+		return nil, fmt.Errorf("%s: these events were already committed (the branch has %d bytes of this file, the damage starts at byte %d), so %w; restore the file with `git checkout -- %s`",
+			bad, o.Committed, last.start, ErrNotRepairable, seg.Path)
 	}
 
 	// Salvage the valid prefix of the member: complete lines that decode
 	// and continue the chain from the line before the member.
 	var prevHash string
 	var prevSeq int64
-	if lines > 0 {
-		prevLine := lastLine(ms[len(ms)-2].data)
+	if k > 0 {
+		prevLine := lastLine(ms[k-1].data)
 		prevHash = lineHash(prevLine)
 		var e Event
 		if err := Unmarshal(prevLine, &e); err != nil {
@@ -160,19 +208,7 @@ func (s *Store) Repair(segs []Segment, bad *CorruptError) (*Repaired, error) {
 		salvaged++
 		rest = rest[i+1:]
 	}
-	f, err := repofs.OpenFile(s.root, seg.Path, os.O_RDWR, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	dropped := make([]byte, seg.Size-last.start)
-	if _, err := f.ReadAt(dropped, last.start); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	sum := sha256.Sum256(dropped)
-	if err := f.Truncate(last.start); err != nil {
-		return nil, err
-	}
+	out := data[:last.start:last.start]
 	if len(keep) > 0 {
 		var buf bytes.Buffer
 		zw := gzip.NewWriter(&buf)
@@ -180,15 +216,60 @@ func (s *Store) Repair(segs []Segment, bad *CorruptError) (*Repaired, error) {
 		if err := zw.Close(); err != nil {
 			return nil, err
 		}
-		if _, err := f.WriteAt(buf.Bytes(), last.start); err != nil {
-			return nil, err
-		}
+		out = append(out, buf.Bytes()...)
 	}
-	if err := f.Sync(); err != nil {
+	if len(out) == 0 {
+		err = os.Remove(file) // an empty file is not a valid segment
+	} else {
+		err = replaceFile(file, out, !s.noSync)
+	}
+	if err != nil {
 		return nil, err
 	}
-	return &Repaired{File: seg.Path, Offset: last.start, Dropped: int64(len(dropped)), SHA256: hex.EncodeToString(sum[:]),
+	sum := sha256.Sum256(data[last.start:])
+	return &Repaired{File: seg.Path, Offset: last.start, Dropped: int64(len(data)) - last.start, SHA256: hex.EncodeToString(sum[:]),
 		Salvaged: salvaged, Problem: bad.Kind + ": " + bad.Msg}, nil
+}
+
+func notTorn(bad *CorruptError) error {
+	return fmt.Errorf("%s: this is not a torn tail (the end of the newest file, cut short by a run killed while writing), so %w; %s",
+		bad, ErrNotRepairable, bad.Restore())
+}
+
+// Restore says how to put the damaged file back from git.
+func (e *CorruptError) Restore() string {
+	return fmt.Sprintf("restore the file from git: `git checkout -- %s` if the damage is not committed (`git status` lists the file as modified), "+
+		"otherwise find the last good version with `git log -p -- %s` and restore it with `git checkout <good commit> -- %s`", e.File, e.File, e.File)
+}
+
+// replaceFile writes data to file through a temporary file and a rename,
+// so a crash during a repair leaves the old file or the new one.
+func replaceFile(file string, data []byte, sync bool) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(file), ".astra-repair-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if sync {
+		if err = tmp.Sync(); err != nil {
+			return err
+		}
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), file)
 }
 
 func lastLine(data []byte) []byte {

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -138,6 +139,8 @@ func cmpString(a, b string) int {
 	}
 	return 0
 }
+
+func (s *Store) abs(rel string) string { return filepath.Join(s.root, filepath.FromSlash(rel)) }
 
 // SegmentPath names segment idx of month.
 func (s *Store) SegmentPath(month string, idx int) string {

@@ -189,6 +189,28 @@ func (g *fakeGit) DeleteSpill(ctx context.Context, name string) error {
 	return nil
 }
 
+func (g *fakeGit) CommittedFileSize(path string) (int64, bool, error) {
+	b, ok := g.local[path]
+	return int64(len(b)), ok, nil
+}
+
+func (g *fakeGit) RemoteFileSize(path string) (int64, bool, error) {
+	g.remote.mu.Lock()
+	defer g.remote.mu.Unlock()
+	b, ok := g.remote.files[path]
+	return int64(len(b)), ok, nil
+}
+
+func (g *fakeGit) CommitMessages(limit int) ([]gitops.CommitMessage, error) {
+	var out []gitops.CommitMessage
+	for i := len(g.commits) - 1; i >= 0 && len(out) < limit; i-- {
+		out = append(out, gitops.CommitMessage{Commit: fmt.Sprintf("c%03d", i+1), Message: g.commits[i]})
+	}
+	return out, nil
+}
+
+func (g *fakeGit) Warnings() []string { return nil }
+
 // fakeForge is GitHub's side of approvals: pull requests by number.
 type fakeForge struct {
 	mu        sync.Mutex

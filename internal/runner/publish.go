@@ -26,6 +26,15 @@ type Syncer interface {
 	ListSpills(ctx context.Context) ([]string, error)
 	ReadSpill(ctx context.Context, name string) (map[string][]byte, error)
 	DeleteSpill(ctx context.Context, name string) error
+	// CommittedFileSize and RemoteFileSize say how much of a file git
+	// holds, so a ledger repair never cuts committed or pushed events.
+	CommittedFileSize(path string) (int64, bool, error)
+	RemoteFileSize(path string) (int64, bool, error)
+	// CommitMessages are the newest commits of astra's branch, whose
+	// trailers anchor the ledger's head.
+	CommitMessages(limit int) ([]gitops.CommitMessage, error)
+	// Warnings are what git recovered from (a stale lock it removed).
+	Warnings() []string
 }
 
 // maxRounds bounds how often a run retries after another runner pushed
@@ -50,7 +59,11 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	if len(paths) == 0 {
 		return nil
 	}
-	hash, changed, err := g.Commit(s.commitMessage(phase), dedupe(paths)...)
+	msg := s.commitMessage(phase)
+	if anchors := s.j.Anchors(); len(anchors) > 0 {
+		msg += "\n\n" + ledger.FormatAnchors(anchors)
+	}
+	hash, changed, err := g.Commit(msg, dedupe(paths)...)
 	if err != nil {
 		return infraf("committing the ledger: %w", err)
 	}

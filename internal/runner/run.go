@@ -77,6 +77,9 @@ func (r *Runner) Manual(ctx context.Context, sc *model.Schedule, key string, id 
 // its ledger (bounded).
 func (r *Runner) run(ctx context.Context, command string, decide func(*session) ([]*task, error)) (*Report, error) {
 	rep, err := r.rounds(ctx, command, decide)
+	if rep != nil && r.git != nil {
+		rep.Warnings = append(rep.Warnings, r.git.Warnings()...)
+	}
 	if err == nil && rep != nil && len(rep.InfraErrors) > 0 {
 		err = infraf("%d git or GitHub failure(s) this run outlived (recorded; everything else ran): %s",
 			len(rep.InfraErrors), strings.Join(rep.InfraErrors, "; "))
@@ -139,12 +142,13 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 				continue
 			}
 			if err != nil {
-				for _, t := range tasks {
-					t.outcome.Action, t.outcome.Reason = ActionSkipped, ledger.ReasonDuplicate
-					t.outcome.Detail = "claim not pushed: other runners kept pushing first; the next run takes it"
-				}
+				why := "claim not recorded (" + s.r.opts.Redact.String(err.Error()) + "); nothing ran, the next run takes it"
 				if errors.Is(err, errRaced) {
+					why = "claim not pushed: other runners kept pushing first; the next run takes it"
 					err = infraf("other runners pushed first %d times; nothing ran: %w", round+1, err)
+				}
+				for _, t := range tasks {
+					t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionSkipped, ledger.ReasonDuplicate, why
 				}
 				return s.report, err
 			}

@@ -137,7 +137,7 @@ func (r *Runner) open(command string) (*session, error) {
 	st, tail, err := state.Replay(store, now)
 	var ce *ledger.CorruptError
 	if errors.As(err, &ce) && r.opts.Repair && !r.opts.DryRun {
-		if s.report.Repaired, err = RepairLedger(store, r.opts.Clock); err != nil {
+		if s.report.Repaired, err = RepairLedger(r.opts.Root, r.opts.SegmentSize, r.opts.Clock, r.sizes()); err != nil {
 			return nil, err
 		}
 		st, tail, err = state.Replay(store, now)
@@ -152,42 +152,75 @@ func (r *Runner) open(command string) (*session, error) {
 	return s, nil
 }
 
-// RepairLedger cuts a broken tail off the ledger (see ledger.Store.Repair)
-// and records a ledger.repaired event saying what was cut. It returns nil
-// when the ledger is intact.
-func RepairLedger(store *ledger.Store, clock func() time.Time) (*ledger.Repaired, error) {
-	segs, err := store.Segments()
-	if err != nil {
-		return nil, ledgerErr(err, "")
+// GitSizes says how much of a ledger file git already holds (committed on
+// astra's branch, pushed to the remote), so a repair never cuts those
+// bytes. nil when there is no git.
+type GitSizes func(path string) ledger.RepairOptions
+
+// RepairLedger cuts a torn tail (a run killed while writing) off whichever
+// log has one (the ledger, the approval log, agent memory; see
+// ledger.Store.Repair) and records a ledger.repaired event saying what was
+// cut. It returns nil when every log is intact, and refuses damage that is
+// not a torn tail with how to restore the file from git.
+func RepairLedger(root string, segmentSize int64, clock func() time.Time, sizes GitSizes) (*ledger.Repaired, error) {
+	main := ledger.Open(root, segmentSize)
+	for _, store := range []*ledger.Store{main, ledger.OpenApprovalLog(root), ledger.OpenDir(root, state.MemoryDir, 0)} {
+		segs, err := store.Segments()
+		if err != nil {
+			return nil, ledgerErr(err, "")
+		}
+		_, err = ledger.Verify(root, segs)
+		var ce *ledger.CorruptError
+		if !errors.As(err, &ce) {
+			if err != nil {
+				return nil, kinded(err)
+			}
+			continue
+		}
+		var opts ledger.RepairOptions
+		if sizes != nil {
+			opts = sizes(ce.File)
+		}
+		rep, err := store.Repair(segs, ce, opts)
+		switch {
+		case errors.Is(err, ledger.ErrNotRepairable):
+			return nil, ledgerErr(err, "") // the message says how to restore it
+		case err != nil:
+			return nil, ledgerErr(err, RepairHint(ce))
+		}
+		st, tail, err := state.Replay(main, clock().UTC())
+		if err != nil {
+			return nil, ledgerErr(fmt.Errorf("still broken after repair: %w", err), "")
+		}
+		detail, _ := json.Marshal(rep)
+		j := state.NewJournal(main, st, tail, clock, false)
+		return rep, kinded(j.Record(&ledger.Event{Event: ledger.LedgerRepaired, Status: ledger.StatusOK, Detail: detail,
+			Error: fmt.Sprintf("cut %d bytes at offset %d of %s, kept %d complete lines", rep.Dropped, rep.Offset, rep.File, rep.Salvaged)}))
 	}
-	_, err = ledger.Verify(store.Root(), segs)
-	var ce *ledger.CorruptError
-	if !errors.As(err, &ce) {
-		return nil, kinded(err)
-	}
-	rep, err := store.Repair(segs, ce)
-	if err != nil {
-		return nil, ledgerErr(err, RepairHint(ce))
-	}
-	now := clock().UTC()
-	st, tail, err := state.Replay(store, now)
-	if err != nil {
-		return nil, ledgerErr(fmt.Errorf("still broken after repair: %w", err), "")
-	}
-	detail, _ := json.Marshal(rep)
-	j := state.NewJournal(store, st, tail, clock, false)
-	return rep, kinded(j.Record(&ledger.Event{Event: ledger.LedgerRepaired, Status: ledger.StatusOK, Detail: detail,
-		Error: fmt.Sprintf("cut %d bytes at offset %d of %s, kept %d complete lines", rep.Dropped, rep.Offset, rep.File, rep.Salvaged)}))
+	return nil, nil
 }
 
-// RepairHint tells the user what to do about a broken ledger.
+// RepairHint tells the user what to do about a broken ledger: repair a
+// torn tail, restore anything else from git.
 func RepairHint(ce *ledger.CorruptError) string {
-	if ce.Kind == ledger.ProblemTruncated || ce.Kind == ledger.ProblemGzip {
+	if ce.Repairable() {
 		return "The last write to the ledger was cut short (a run killed while writing). " +
 			"Run `astra run-due --repair` (or `astra ledger repair`) to cut the broken tail; complete lines are kept and the repair is recorded."
 	}
-	return fmt.Sprintf("A line of %s was changed or removed after it was written. astra will not cut valid history: "+
-		"restore the file from git (`git log -p -- %s`, `git checkout <good commit> -- %s`) and investigate who changed it.", ce.File, ce.File, ce.File)
+	return fmt.Sprintf("%s was changed or damaged after it was written; astra will not cut valid history: %s.", ce.File, ce.Restore())
+}
+
+// sizes asks git how much of a ledger file it holds.
+func (r *Runner) sizes() GitSizes {
+	if r.git == nil {
+		return nil
+	}
+	return func(path string) ledger.RepairOptions {
+		var o ledger.RepairOptions
+		o.Committed, _, _ = r.git.CommittedFileSize(path)
+		o.Pushed, _, _ = r.git.RemoteFileSize(path)
+		return o
+	}
 }
 
 func (s *session) state() *state.State { return s.j.State() }

@@ -108,6 +108,22 @@ func NewJournal(store *ledger.Store, st *State, tail ledger.Tail, clock func() t
 // State is the state as of the last recorded event.
 func (j *Journal) State() *State { return j.st }
 
+// Anchors are the heads of the logs this journal appended to (the ledger
+// and any side log), for the commit that records them: they let `ledger
+// verify` see an edit of a last line, which no hash chain can.
+func (j *Journal) Anchors() []ledger.Anchor {
+	var out []ledger.Anchor
+	if !j.tail.Empty() {
+		out = append(out, j.tail.Anchor())
+	}
+	for _, sd := range j.sides {
+		if sd.tail != nil && !sd.tail.Empty() {
+			out = append(out, sd.tail.Anchor())
+		}
+	}
+	return out
+}
+
 // Recorded lists what this journal recorded, in order (seq and prev as
 // written; a rebase assigns new ones).
 func (j *Journal) Recorded() []*ledger.Event { return j.recorded }
