@@ -25,7 +25,9 @@ var layers = map[string][]string{
 	"internal/gittest":           {},
 	"internal/gitops":            {},
 	"internal/forge":             {},
-	"internal/scaffold":          {},
+	"internal/buildinfo":         {},
+	"internal/scaffold":          {"internal/buildinfo"},
+	"scripts/action":             {}, // tests of the GitHub Action's scripts
 	"internal/model":             {"internal/cron", "internal/diag"},
 	"internal/config":            {"internal/cron", "internal/diag", "internal/model"},
 	"internal/state":             {"internal/ledger"},
