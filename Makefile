@@ -41,9 +41,11 @@ bench:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./internal/cron
 
-# dist/: every platform's release archive and checksums.txt, not published.
+# dist/: every platform's release archive and checksums.txt, not published;
+# then the action's install script installs each of them.
 snapshot:
 	$(GORELEASER) release --snapshot --clean
+	ASTRA_SNAPSHOT_DIST=$(CURDIR)/dist $(GO) test -count=1 -run TestInstallSnapshot ./scripts/action
 
 # What .ci/run checks of the release on every change: the configuration,
 # and a snapshot build of this machine's target with the release's flags.

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -53,6 +55,7 @@ func TestMain(m *testing.M) {
 // URLs and counts the requests for each.
 type releaseServer struct {
 	*httptest.Server
+	tag   string
 	mu    sync.Mutex
 	files map[string][]byte
 	fail  map[string]int // name -> 503 responses left before serving it
@@ -60,7 +63,11 @@ type releaseServer struct {
 }
 
 func newReleaseServer(tb testing.TB, files map[string][]byte) *releaseServer {
-	s := &releaseServer{files: files, fail: map[string]int{}, hits: map[string]int{}}
+	return newTagServer(tb, tag, files)
+}
+
+func newTagServer(tb testing.TB, tag string, files map[string][]byte) *releaseServer {
+	s := &releaseServer{tag: tag, files: files, fail: map[string]int{}, hits: map[string]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, ok := strings.CutPrefix(r.URL.Path, "/"+tag+"/")
 		s.mu.Lock()
@@ -332,6 +339,42 @@ func TestInstallVersion(t *testing.T) {
 				t.Fatalf("GITHUB_OUTPUT = %q, want nothing", got)
 			}
 		})
+	}
+}
+
+// TestInstallSnapshot installs the archives GoReleaser built into
+// $ASTRA_SNAPSHOT_DIST (`make snapshot` runs it): the release's names,
+// formats and checksums.txt are what install.sh expects, for every platform.
+func TestInstallSnapshot(t *testing.T) {
+	dist := os.Getenv("ASTRA_SNAPSHOT_DIST")
+	if dist == "" {
+		t.Skip("no snapshot: make snapshot runs this test on its dist/")
+	}
+	var meta struct{ Version string }
+	if err := json.Unmarshal([]byte(read(t, filepath.Join(dist, "metadata.json"))), &meta); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	paths, _ := filepath.Glob(filepath.Join(dist, "*"))
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			files[filepath.Base(p)] = []byte(read(t, p))
+		}
+	}
+	srv := newTagServer(t, "v"+meta.Version, files)
+	for _, goos := range []string{"Linux", "macOS", "Windows"} {
+		for _, arch := range []string{"X64", "ARM64"} {
+			r := newRunner(t, srv, "RUNNER_OS="+goos, "RUNNER_ARCH="+arch, "ASTRA_VERSION=v"+meta.Version)
+			if out, err := r.install(); err != nil {
+				t.Fatalf("%s %s: %v\n%s", goos, arch, err, out)
+			}
+			if goos == "Linux" && arch == "X64" && runtime.GOOS == "linux" && runtime.GOARCH == "amd64" {
+				dir := strings.TrimSpace(read(t, r.path))
+				if out, err := exec.Command(filepath.Join(dir, "astra"), "version").CombinedOutput(); err != nil {
+					t.Fatalf("astra version: %v\n%s", err, out)
+				}
+			}
+		}
 	}
 }
 

@@ -36,7 +36,7 @@ fi
 [ -n "$ref" ] || fail "no astra version: pin the action to a release (uses: astra-gitops/astra@v1.2.3) or set its version input"
 [[ "$ref" =~ ^[A-Za-z0-9][A-Za-z0-9._/+-]*$ ]] || fail "astra version \"$ref\" is not a version, tag, branch or commit"
 
-if ! [[ "$ref" =~ ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?$ ]]; then
+if ! [[ "$ref" =~ ^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$ ]]; then
 	if [[ "$ref" =~ ^[0-9a-f]{40}$ ]]; then
 		echo "::notice title=astra install::$ref is a commit: building astra from source"
 	else
