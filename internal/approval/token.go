@@ -1,6 +1,11 @@
-// Package approval reads, writes, signs and verifies approval tokens:
-// var/approvals/pending/<schedule_id>.token (seed 000), one file per
-// schedule, valid for one run of one payload until it expires.
+// Package approval reads, writes and signs approval tokens:
+// var/approvals/pending/<schedule_id>.token, one file per schedule.
+//
+// A token is evidence, not authority: the ledger records the hash of the
+// exact bytes astra wrote for a request (Hash), and a token approves a run
+// only when those bytes arrive through the request's own pull request,
+// merged by an approver (or are recorded by `astra approve`). The HMAC
+// signature is a second layer when ASTRA_APPROVAL_SECRET is set.
 package approval
 
 import (
@@ -15,25 +20,30 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/repofs"
 )
 
 // pendingDir holds the tokens, relative to the repository root.
 const pendingDir = "var/approvals/pending"
 
-// Token is the seed 000 approval token plus what makes it safe to use once:
-// the slot it approves, the payload hash and, for the pull request flow, the
-// PR number. With ASTRA_APPROVAL_SECRET set, Signature is an HMAC-SHA256 of
-// the token without it, so an edited token is refused.
+// Token is what an approver approves: the schedule, the slot and its
+// idempotency key, the payload (by hash), the schedule's definition (by
+// hash) and, for the pull request flow, the pull request's number. Its
+// first fields are the classic token file's (schedule, who approved and
+// when, expiry).
 type Token struct {
 	ScheduleID     string    `json:"schedule_id"`
 	ScheduleName   string    `json:"schedule_name"`
-	ApprovedBy     string    `json:"approved_by"`
+	ApprovedBy     string    `json:"approved_by"` // "" in a pull request: whoever merges it approves
 	ApprovedAt     time.Time `json:"approved_at,omitzero"`
 	RequestedAt    time.Time `json:"requested_at,omitzero"`
 	ExpiresAt      time.Time `json:"expires_at"`
-	Slot           time.Time `json:"slot,omitzero"` // zero: the next due run
+	Slot           time.Time `json:"slot,omitzero"` // zero: the schedule's next due run
 	IdempotencyKey string    `json:"idempotency_key,omitempty"`
 	PayloadHash    string    `json:"payload_hash"`
+	Definition     string    `json:"definition,omitempty"` // the schedule's definition hash when requested
 	PR             int       `json:"pr,omitempty"`
 	Signature      string    `json:"signature,omitempty"`
 }
@@ -43,9 +53,10 @@ func Path(scheduleID string) string {
 	return filepath.ToSlash(filepath.Join(pendingDir, scheduleID+".token"))
 }
 
-// PayloadHash is "sha256:<hex>" of the payload's canonical JSON (object
-// keys sorted, as encoding/json writes maps).
-func PayloadHash(payload map[string]any) string {
+// PayloadHash is "sha256:<hex>" of what a run hands its tool: the
+// payload's canonical JSON (object keys sorted, as encoding/json writes
+// maps) and, for a run triggered by an event, the event's JSON (compacted).
+func PayloadHash(payload map[string]any, event json.RawMessage) string {
 	if payload == nil {
 		payload = map[string]any{}
 	}
@@ -53,7 +64,21 @@ func PayloadHash(payload map[string]any) string {
 	if err != nil {
 		panic(err) // the loader only accepts JSON-compatible payloads
 	}
+	if len(event) > 0 {
+		var c bytes.Buffer
+		if json.Compact(&c, event) == nil {
+			event = c.Bytes()
+		}
+		b = append(append(b, '\n'), event...)
+	}
 	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Hash identifies token bytes exactly: "sha256:<hex>". The ledger records
+// the hash of what astra wrote; any other bytes approve nothing.
+func Hash(raw []byte) string {
+	sum := sha256.Sum256(raw)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
@@ -74,6 +99,12 @@ func (t *Token) Sign(secret []byte) {
 	}
 }
 
+// SignedWith reports whether the token carries a valid signature made
+// with secret.
+func (t *Token) SignedWith(secret []byte) bool {
+	return t.Signature != "" && hmac.Equal([]byte(t.Signature), []byte(t.mac(secret)))
+}
+
 // Encode is the token file content.
 func (t *Token) Encode() []byte {
 	b, err := json.MarshalIndent(t, "", "  ")
@@ -83,42 +114,44 @@ func (t *Token) Encode() []byte {
 	return append(b, '\n')
 }
 
-// ID identifies one token for one-time use: the hash of its content.
-func ID(raw []byte) string {
-	sum := sha256.Sum256(bytes.TrimSpace(raw))
-	return hex.EncodeToString(sum[:16])
+// Parse reads token bytes strictly: unknown fields are an error.
+func Parse(raw []byte) (*Token, error) {
+	var t Token
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return nil, fmt.Errorf("not a valid approval token: %v", err)
+	}
+	return &t, nil
 }
 
 // ErrNoToken means the schedule has no token file.
 var ErrNoToken = errors.New("no approval token")
 
-// Read loads a schedule's token; raw is the file content (for ID).
-func Read(repo, scheduleID string) (*Token, []byte, error) {
-	rel := Path(scheduleID)
-	raw, err := os.ReadFile(filepath.Join(repo, filepath.FromSlash(rel)))
+// Read returns the bytes of a schedule's token file. It reads only a
+// regular file inside the repository, of bounded size.
+func Read(repo, scheduleID string) ([]byte, error) {
+	raw, err := repofs.ReadFile(repo, Path(scheduleID), model.MaxFileBytes)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, ErrNoToken
+		return nil, ErrNoToken
 	}
-	if err != nil {
-		return nil, nil, err
-	}
-	var t Token
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&t); err != nil {
-		return nil, raw, fmt.Errorf("%s: not a valid approval token: %v", rel, err)
-	}
-	return &t, raw, nil
+	return raw, err
 }
 
-// Write stores a token, creating the pending directory.
+// Write stores a token, creating the pending directory, and returns the
+// bytes written. Like Read, it never follows a symlink out of the
+// repository.
 func Write(repo string, t *Token) ([]byte, error) {
-	p := filepath.Join(repo, filepath.FromSlash(Path(t.ScheduleID)))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	f, err := repofs.OpenFile(repo, Path(t.ScheduleID), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
 		return nil, err
 	}
 	raw := t.Encode()
-	return raw, os.WriteFile(p, raw, 0o644)
+	if _, err := f.Write(raw); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return raw, f.Close()
 }
 
 // Remove deletes a schedule's token file; a missing file is fine.
@@ -128,49 +161,4 @@ func Remove(repo, scheduleID string) error {
 		return nil
 	}
 	return err
-}
-
-// Check is what a token must match to approve a run.
-type Check struct {
-	ScheduleID  string
-	Key         string // the slot about to run
-	PayloadHash string
-	Now         time.Time
-	Secret      []byte // ASTRA_APPROVAL_SECRET; when set, tokens must be signed
-	// ViaPR: the approver is whoever merged the token's pull request, so
-	// the token itself names nobody yet.
-	ViaPR bool
-}
-
-// Problem says why a token does not approve a run.
-type Problem struct {
-	Expired bool // the token is valid but too old
-	Msg     string
-}
-
-func (p *Problem) Error() string { return p.Msg }
-
-// Verify checks a token against a run; nil means it approves it.
-func (t *Token) Verify(c Check) *Problem {
-	switch {
-	case t.ScheduleID != c.ScheduleID:
-		return &Problem{Msg: fmt.Sprintf("token is for schedule %q, not %q", t.ScheduleID, c.ScheduleID)}
-	case len(c.Secret) > 0 && t.Signature == "":
-		return &Problem{Msg: "token is not signed but ASTRA_APPROVAL_SECRET is set"}
-	case len(c.Secret) > 0 && !hmac.Equal([]byte(t.Signature), []byte(t.mac(c.Secret))):
-		return &Problem{Msg: "token signature does not match: it was edited or signed with another secret"}
-	case c.ViaPR && t.PR == 0:
-		return &Problem{Msg: "token names no pull request: approvals must be merged through their pull request"}
-	case !c.ViaPR && (t.ApprovedBy == "" || t.ApprovedAt.IsZero()):
-		return &Problem{Msg: "token has no approved_by / approved_at"}
-	case t.ExpiresAt.IsZero():
-		return &Problem{Msg: "token has no expires_at"}
-	case !c.Now.Before(t.ExpiresAt):
-		return &Problem{Expired: true, Msg: fmt.Sprintf("token expired at %s", t.ExpiresAt.UTC().Format(time.RFC3339))}
-	case t.PayloadHash != c.PayloadHash:
-		return &Problem{Msg: "token approves another payload (payload_hash differs): the schedule's payload changed after approval"}
-	case t.IdempotencyKey != "" && c.Key != "" && t.IdempotencyKey != c.Key:
-		return &Problem{Msg: fmt.Sprintf("token approves slot %s, not %s", t.IdempotencyKey, c.Key)}
-	}
-	return nil
 }

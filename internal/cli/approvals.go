@@ -2,13 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"os/user"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/astra-gitops/astra/internal/approval"
-	"github.com/astra-gitops/astra/internal/gate"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/report"
@@ -64,7 +61,7 @@ func (a *app) approvalsListCmd() *cobra.Command {
 			}
 			var rows []row
 			for _, s := range cfg.Schedules {
-				_, _, terr := approval.Read(a.repo(), s.ID)
+				_, terr := approval.Read(a.repo(), s.ID)
 				hasToken := terr == nil
 				req := st.Approvals[s.ID]
 				if req == nil && !hasToken {
@@ -72,7 +69,7 @@ func (a *app) approvalsListCmd() *cobra.Command {
 				}
 				r := row{ScheduleID: s.ID, Name: s.Name, Tier: int(s.SafetyTier), Token: hasToken, Status: "token file present"}
 				if tool := cfg.Policies.Tools[s.TargetTool]; tool != nil {
-					r.Why = strings.Join(gate.ApprovalReasons(s, tool, &cfg.Policies), "; ")
+					r.Why = strings.Join(cfg.Policies.ApprovalReasons(s, tool), "; ")
 				}
 				if req != nil {
 					r.Slot, r.Status, r.PR, r.Requested, r.Expires = req.Slot, req.Status, req.PR, req.RequestedAt, req.ExpiresAt
@@ -106,54 +103,27 @@ func fmtTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// whoami is the default approver name for local approvals.
-func whoami(getenv func(string) string) string {
-	for _, k := range []string{"GITHUB_ACTOR", "USER"} {
-		if v := getenv(k); v != "" {
-			return v
-		}
-	}
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return ""
-}
-
 func (a *app) approveCmd(use string) *cobra.Command {
-	var by string
-	var ttl string
+	var by, ttl string
+	var f runFlags
 	cmd := &cobra.Command{
 		Use:   use + " <schedule>",
-		Short: "Approve the pending (or next) run of a schedule with a local token file",
-		Long: `approve writes var/approvals/pending/<schedule_id>.token for the
-schedule's open request, or, when none is open, for its next due run. The
-token names the slot and the payload hash, expires after --ttl, is signed
-when ASTRA_APPROVAL_SECRET is set, and is used once. When the task policy
-names an approver role, --by must be one of its logins.
+		Short: "Approve the pending (or next) run of a schedule without a pull request (recorded)",
+		Long: `approve records in the ledger that you approve the schedule's open request,
+or its next due run when none is open, and writes the token file
+var/approvals/pending/<schedule_id>.token for the record. The ledger entry is
+what counts: the next run-due executes the run once. You must hold the approve
+permission for the schedule (its task policy's approver_role, else
+permissions.approve in policies); who you are comes from GitHub in CI and
+from your git config user.email, mapped under identities:, locally.
 
-Commit the token file (or let run-due do it): the next run executes once.
-In CI, approve by merging the approval pull request instead.`,
+A request that has a pull request is approved by merging it instead.`,
 		ValidArgsFunction: a.completeSchedules,
-		Example: `  astra approvals approve production_deploy --by alice
-  astra approve production_deploy --by alice --ttl 2h`,
+		Example: `  astra approvals approve production_deploy
+  astra approve production_deploy --ttl 2h`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, s, err := a.loadSchedule(args[0])
-			if err != nil {
-				return err
-			}
-			if by == "" {
-				by = whoami(a.getenv)
-			}
-			if by == "" {
-				return usageErrorf("say who approves with --by")
-			}
-			if role := approverRoleOf(cfg, s); role != "" {
-				if allowed := cfg.Policies.Approvers[role]; !slices.Contains(allowed, by) {
-					return usageErrorf("%s may not approve %s: task policy requires role %s (%s)", by, s.Name, role, strings.Join(allowed, ", "))
-				}
-			}
-			st, err := a.replay()
 			if err != nil {
 				return err
 			}
@@ -165,66 +135,67 @@ In CI, approve by merging the approval pull request instead.`,
 				}
 				d = v.D()
 			}
-			now := a.now()
-			tok := &approval.Token{ScheduleID: s.ID, ScheduleName: s.Name, ApprovedBy: by, ApprovedAt: now, ExpiresAt: now.Add(d),
-				PayloadHash: approval.PayloadHash(s.Payload)}
-			what := "its next due run"
-			if req := st.Approvals[s.ID]; req != nil {
-				tok.Slot, tok.IdempotencyKey = req.Slot, req.Key
-				what = "the run requested for " + req.Slot.UTC().Format(time.RFC3339)
-			}
-			tok.Sign([]byte(a.getenv("ASTRA_APPROVAL_SECRET")))
-			if _, err := approval.Write(a.repo(), tok); err != nil {
+			r, err := a.newRunner(cfg, f, plan.Filter{}, 1)
+			if err != nil {
 				return err
+			}
+			id, err := a.who(cmd.Context(), r, cfg, model.VerbApprove, s.Name, by, f)
+			if err != nil {
+				return err
+			}
+			rep, tok, err := r.Approve(cmd.Context(), s, id, d)
+			if err != nil {
+				return a.finishRecord(rep, err)
 			}
 			if a.json() {
 				return a.printJSON(tok)
 			}
-			fmt.Fprintf(a.stdout, "approved %s of %s as %s until %s\nwrote %s; the next run-due executes it once\n",
-				what, s.Name, by, tok.ExpiresAt.Format(time.RFC3339), approval.Path(s.ID))
-			return nil
+			what := "its next due run"
+			if tok.IdempotencyKey != "" {
+				what = "the run requested for " + tok.Slot.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(a.stdout, "approved %s of %s as %s until %s; recorded in the ledger and wrote %s\nthe next run-due executes it once\n",
+				what, s.Name, id, tok.ExpiresAt.Format(time.RFC3339), approval.Path(s.ID))
+			return a.finishRecord(rep, nil)
 		},
 	}
-	cmd.Flags().StringVar(&by, "by", "", "who approves (default $GITHUB_ACTOR or $USER)")
+	byFlag(cmd, &by)
+	cmd.Flags().BoolVar(&f.noPush, "no-push", false, "commit the approval locally, do not push")
 	cmd.Flags().StringVar(&ttl, "ttl", "", "how long the approval is valid (default the schedule's approval_ttl, 24h)")
 	return cmd
 }
 
-func approverRoleOf(cfg *model.Config, s *model.Schedule) string {
-	if tp := cfg.Policies.TaskPolicy(s.TargetTool, s.Tenant); tp != nil {
-		return tp.ApproverRole
-	}
-	return ""
-}
-
 func (a *app) rejectCmd() *cobra.Command {
 	var by, reason string
+	var f runFlags
 	cmd := &cobra.Command{
 		Use:               "reject <schedule>",
 		Short:             "Reject the pending approval request of a schedule (recorded; the slot never runs)",
 		ValidArgsFunction: a.completeSchedules,
-		Example:           `  astra approvals reject production_deploy --by alice --reason "freeze until Monday"`,
+		Example:           `  astra approvals reject production_deploy --reason "freeze until Monday"`,
 		Args:              cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, s, err := a.loadSchedule(args[0])
 			if err != nil {
 				return err
 			}
-			if by == "" {
-				by = whoami(a.getenv)
-			}
-			r, err := a.newRunner(cfg, runFlags{}, plan.Filter{}, 1)
+			r, err := a.newRunner(cfg, f, plan.Filter{}, 1)
 			if err != nil {
 				return err
 			}
-			rep, err := r.Reject(cmd.Context(), s, by, reason)
+			id, err := a.who(cmd.Context(), r, cfg, model.VerbReject, s.Name, by, f)
+			if err != nil {
+				return err
+			}
+			rep, err := r.Reject(cmd.Context(), s, id, reason)
 			if err == nil {
-				fmt.Fprintf(a.stdout, "rejected the request of %s; recorded in the ledger\n", s.Name)
+				fmt.Fprintf(a.stdout, "rejected the request of %s as %s; recorded in the ledger\n", s.Name, id)
 			}
 			return a.finishRecord(rep, err)
 		},
 	}
-	cmd.Flags().StringVar(&by, "by", "", "who rejects (default $GITHUB_ACTOR or $USER)")
+	byFlag(cmd, &by)
+	cmd.Flags().BoolVar(&f.noPush, "no-push", false, "commit the rejection locally, do not push")
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded)")
 	return cmd
 }

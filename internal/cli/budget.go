@@ -5,6 +5,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/astra-gitops/astra/internal/introspect"
+	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/report"
 	"github.com/spf13/cobra"
@@ -63,7 +64,9 @@ level reached and any pause.`,
 }
 
 func (a *app) budgetResumeCmd() *cobra.Command {
-	return &cobra.Command{
+	var by string
+	var f runFlags
+	cmd := &cobra.Command{
 		Use:   "resume",
 		Short: "Lift a global-budget pause for the rest of its period (recorded)",
 		Example: `  astra budget            # see whether spend paused runs
@@ -74,15 +77,22 @@ func (a *app) budgetResumeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			r, err := a.newRunner(cfg, runFlags{}, plan.Filter{}, 1)
+			r, err := a.newRunner(cfg, f, plan.Filter{}, 1)
 			if err != nil {
 				return err
 			}
-			rep, period, err := r.Resume(cmd.Context(), whoami(a.getenv))
+			id, err := a.who(cmd.Context(), r, cfg, model.VerbResume, "the global budget", by, f)
+			if err != nil {
+				return err
+			}
+			rep, period, err := r.Resume(cmd.Context(), id)
 			if err == nil {
 				fmt.Fprintf(a.stdout, "resumed: runs go ahead again for the rest of this %s; the limit stays\n", period)
 			}
 			return a.finishRecord(rep, err)
 		},
 	}
+	byFlag(cmd, &by)
+	cmd.Flags().BoolVar(&f.noPush, "no-push", false, "commit locally, do not push")
+	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/state"
 	"github.com/spf13/cobra"
@@ -39,6 +40,8 @@ func (a *app) deadLetterCmd() *cobra.Command {
 			})
 		},
 	}
+	var by string
+	var f runFlags
 	retry := &cobra.Command{
 		Use:   "retry <schedule|key|run>",
 		Short: "Release dead letters: they run again at the next run-due (recorded)",
@@ -54,17 +57,23 @@ func (a *app) deadLetterCmd() *cobra.Command {
 			if s := cfg.Schedule(ref); s != nil {
 				ref = s.ID
 			}
-			r, err := a.newRunner(cfg, runFlags{}, plan.Filter{}, 1)
+			r, err := a.newRunner(cfg, f, plan.Filter{}, 1)
 			if err != nil {
 				return err
 			}
-			rep, released, err := r.ReleaseDeadLetters(cmd.Context(), ref, whoami(a.getenv))
+			id, err := a.who(cmd.Context(), r, cfg, model.VerbDeadLetterRetry, args[0], by, f)
+			if err != nil {
+				return err
+			}
+			rep, released, err := r.ReleaseDeadLetters(cmd.Context(), ref, id)
 			if err == nil {
 				fmt.Fprintf(a.stdout, "released %s; the next run-due retries them\n", strings.Join(released, ", "))
 			}
 			return a.finishRecord(rep, err)
 		},
 	}
+	byFlag(retry, &by)
+	retry.Flags().BoolVar(&f.noPush, "no-push", false, "commit locally, do not push")
 	cmd.AddCommand(list, retry)
 	return cmd
 }

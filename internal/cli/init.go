@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -8,25 +9,33 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/astra-gitops/astra/internal/config"
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/scaffold"
 )
 
 func (a *app) initCmd() *cobra.Command {
 	var opts scaffold.Options
+	var by string
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Scaffold a working astra setup in this repository",
 		Long: `init writes example schedules and policies that validate, a tool script,
 the cron workflow (.github/workflows/astra.yml: every 5 minutes, a manual
 dry-run switch, one run at a time, least-privilege permissions), a
-validate-on-PR workflow, CODEOWNERS entries for policies/ and var/approvals/,
-and a .gitattributes line so 'git diff' shows ledger changes as text. It
-never replaces a file that exists with other content unless --force;
-CODEOWNERS and .gitattributes are appended to.`,
+validate-on-PR workflow, CODEOWNERS entries for everything that decides what
+runs (schedules/, policies/, var/approvals/, scripts/tools/, .astra.yaml, the
+workflows), and a .gitattributes line so 'git diff' shows ledger changes as
+text. It never replaces a file that exists with other content unless --force,
+which needs the init_force permission once policies exist; CODEOWNERS and
+.gitattributes are appended to.`,
 		Example: `  astra init --owner @my-org/maintainers
   astra init --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := a.permitInitForce(cmd.Context(), opts, by); err != nil {
+				return err
+			}
 			res, err := scaffold.Init(a.repo(), opts)
 			if err != nil {
 				return err
@@ -77,7 +86,31 @@ CODEOWNERS and .gitattributes are appended to.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace files that exist with other content")
-	cmd.Flags().StringVar(&opts.Owner, "owner", "", "CODEOWNERS owner for policies/ and var/approvals/, e.g. @my-org/maintainers")
+	cmd.Flags().StringVar(&opts.Owner, "owner", "", "CODEOWNERS owner of everything that decides what runs, e.g. @my-org/maintainers")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would be written")
+	byFlag(cmd, &by)
 	return cmd
+}
+
+// permitInitForce checks that whoever replaces an existing setup with
+// --force holds the init_force permission of the policies in place. A
+// repository without a valid setup has no one to ask.
+func (a *app) permitInitForce(ctx context.Context, opts scaffold.Options, by string) error {
+	if !opts.Force {
+		return nil
+	}
+	cfg, diags, err := config.Load(a.repo())
+	if err != nil || diags.Errors() > 0 || len(cfg.Policies.Roles) == 0 {
+		return nil
+	}
+	f := runFlags{dryRun: opts.DryRun}
+	r, err := a.newRunner(cfg, f, plan.Filter{}, 1)
+	if err != nil {
+		return err
+	}
+	id, err := a.who(ctx, r, cfg, model.VerbInitForce, "this repository", by, f)
+	if err != nil {
+		return err
+	}
+	return r.Permit(ctx, model.VerbInitForce, "this repository", id, nil)
 }

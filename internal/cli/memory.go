@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/astra-gitops/astra/internal/memory"
+	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/spf13/cobra"
 )
@@ -36,7 +37,8 @@ func (a *app) memoryCmd() *cobra.Command {
 			})
 		},
 	}
-	var task string
+	var task, by string
+	var f runFlags
 	purge := &cobra.Command{
 		Use:   "purge --task <schedule|run>",
 		Short: "Quarantine every memory written by a schedule or a run (recorded; entries are kept for audit)",
@@ -62,11 +64,15 @@ func (a *app) memoryCmd() *cobra.Command {
 			if n == 0 {
 				return usageErrorf("no live memory was written by %q (see `astra memory list`)", task)
 			}
-			r, err := a.newRunner(cfg, runFlags{}, plan.Filter{}, 1)
+			r, err := a.newRunner(cfg, f, plan.Filter{}, 1)
 			if err != nil {
 				return err
 			}
-			rep, err := r.PurgeMemory(cmd.Context(), task, whoami(a.getenv), n)
+			id, err := a.who(cmd.Context(), r, cfg, model.VerbMemoryPurge, task, by, f)
+			if err != nil {
+				return err
+			}
+			rep, err := r.PurgeMemory(cmd.Context(), task, id, n)
 			if err == nil {
 				fmt.Fprintf(a.stdout, "quarantined %d memory entries written by %s; recall skips them\n", n, task)
 			}
@@ -74,6 +80,8 @@ func (a *app) memoryCmd() *cobra.Command {
 		},
 	}
 	purge.Flags().StringVar(&task, "task", "", "schedule (id or name) or run whose memories to quarantine")
+	byFlag(purge, &by)
+	purge.Flags().BoolVar(&f.noPush, "no-push", false, "commit locally, do not push")
 	cmd.AddCommand(list, purge)
 	return cmd
 }

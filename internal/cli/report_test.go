@@ -38,6 +38,8 @@ budget:
   monthly_limit_usd: 30
 actors:
   - {actor: astra, scopes: ["*"], autonomy: L3}
+roles: {ops: [octocat]}
+permissions: {approve: [ops]}
 `
 
 var dashboardTools = map[string]string{

@@ -3,10 +3,13 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +20,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/repofs"
 )
 
 // app is the state shared by commands of one invocation.
@@ -121,21 +125,32 @@ func (a *app) loadSettings(cmd *cobra.Command) error {
 	}
 	v.Set("repo", abs)
 	cfgFile := v.GetString("config")
-	explicit := cfgFile != ""
-	if !explicit {
+	var data []byte
+	if cfgFile != "" {
+		// A file the user names is theirs to choose.
+		if data, err = os.ReadFile(cfgFile); err != nil {
+			return usageErrorf("--config %s: %v", cfgFile, err)
+		}
+	} else {
+		// The repository's own settings are repository content: a regular
+		// file inside it, of bounded size, like schedules and policies.
 		cfgFile = filepath.Join(abs, ".astra.yaml")
+		data, err = repofs.ReadFile(abs, ".astra.yaml", model.MaxFileBytes)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			data = nil
+		case err != nil:
+			return usageErrorf("%v", err)
+		}
 	}
-	if _, err := os.Stat(cfgFile); err == nil {
-		v.SetConfigFile(cfgFile)
+	if data != nil {
 		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
+		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
 			return usageErrorf("%s: %v", cfgFile, err)
 		}
 		if err := checkSettingKeys(v, cfgFile); err != nil {
 			return err
 		}
-	} else if explicit {
-		return usageErrorf("--config %s: %v", cfgFile, err)
 	}
 	if now := v.GetString("now"); now != "" {
 		if _, err := time.Parse(time.RFC3339, now); err != nil {

@@ -1,13 +1,14 @@
 package cli
 
 import (
+	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/spf13/cobra"
 )
 
 func (a *app) runCmd() *cobra.Command {
 	var f runFlags
-	var key string
+	var key, by string
 	cmd := &cobra.Command{
 		Use:   "run <schedule>",
 		Short: "Run one schedule now (manual run), through every gate",
@@ -36,11 +37,16 @@ schedule per minute; a key that completed is never run again.`,
 			if key != "" {
 				key = s.ID + "@manual:" + key
 			}
-			rep, err := r.Manual(cmd.Context(), s, key)
+			id, err := a.who(cmd.Context(), r, cfg, model.VerbRun, s.Name, by, f)
+			if err != nil {
+				return err
+			}
+			rep, err := r.Manual(cmd.Context(), s, key, id)
 			return a.finishRun(rep, err)
 		},
 	}
 	f.register(cmd)
+	byFlag(cmd, &by)
 	cmd.Flags().StringVar(&key, "idempotency-key", "", "the run's idempotency key; a key that completed never runs again")
 	return cmd
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/gittest"
+	"github.com/astra-gitops/astra/internal/identity"
 )
 
 // TestMain lets testscript run astra as a real process: the test binary
@@ -37,12 +38,25 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			// Tools in the scripts are files of the archive: make them executable.
-			return filepath.WalkDir(env.WorkDir, func(p string, d fs.DirEntry, err error) error {
+			err := filepath.WalkDir(env.WorkDir, func(p string, d fs.DirEntry, err error) error {
 				if err == nil && !d.IsDir() && strings.HasSuffix(p, ".sh") {
 					return os.Chmod(p, 0o755)
 				}
 				return err
 			})
+			if err != nil {
+				return err
+			}
+			// astra runs in a git checkout: $WORK is one (nothing committed
+			// yet; scripts commit what they need), and the person running
+			// commands there is tester@example.com, whom a script's policies
+			// may map to a login under identities:.
+			for _, argv := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "tester@example.com"}, {"config", "user.name", "Tester"}} {
+				if out, err := gittest.Run(env.WorkDir, argv...); err != nil {
+					return fmt.Errorf("git %v: %v\n%s", argv, err, out)
+				}
+			}
+			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"savetree":    saveTree,
@@ -56,6 +70,7 @@ func TestScripts(t *testing.T) {
 			"waitfile":    waitFile,
 			"uniquelines": uniqueLines,
 			"hmacsign":    hmacSign,
+			"signtrigger": signTrigger,
 		},
 	})
 }
@@ -281,4 +296,16 @@ func hmacSign(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: hmacsign secret file var")
 	}
 	ts.Setenv(args[2], executor.Sign([]byte(args[0]), []byte(ts.ReadFile(args[1]))))
+}
+
+// signtrigger SECRET EVENT FILE TIME VAR: set $VAR to the timestamped
+// signature of EVENT with FILE as payload, made at TIME (RFC3339), as a
+// system calling astra trigger would sign it.
+func signTrigger(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 5 {
+		ts.Fatalf("usage: signtrigger secret event file time var")
+	}
+	at, err := time.Parse(time.RFC3339, args[3])
+	ts.Check(err)
+	ts.Setenv(args[4], identity.SignTrigger([]byte(args[0]), args[1], []byte(ts.ReadFile(args[2])), at))
 }

@@ -39,9 +39,9 @@ func (a *app) tasksListCmd() *cobra.Command {
 				}
 			}
 			switch q.Status {
-			case "", "running", "completed", "failed", "skipped", "all":
+			case "", "running", "completed", "failed", "skipped", "rolled_back", "all":
 			default:
-				return usageErrorf("--status %q: use running, completed, failed, skipped or all", q.Status)
+				return usageErrorf("--status %q: use running, completed, failed, skipped, rolled_back or all", q.Status)
 			}
 			ts, err := introspect.Tasks(a.store(), a.now(), q)
 			if err != nil {
@@ -51,7 +51,7 @@ func (a *app) tasksListCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&schedule, "schedule", "", "only this schedule (id or name)")
-	cmd.Flags().StringVar(&q.Status, "status", "", "running, completed, failed, skipped or all (default: runs, not skips)")
+	cmd.Flags().StringVar(&q.Status, "status", "", "running, completed, failed, skipped, rolled_back or all (default: runs, not skips)")
 	cmd.Flags().StringVar(&since, "since", "", "how far back: a duration (72h, 7d) or an RFC3339 time (default: this month)")
 	cmd.Flags().IntVar(&q.Limit, "limit", 50, "at most this many, newest first (0 = all)")
 	return cmd

@@ -77,7 +77,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 		Root: a.repo(), Clock: a.clock, DryRun: f.dryRun, Limit: limit, Filter: filter, Repair: f.repair,
 		NoPush: f.noPush || !a.v.GetBool("git.push"), RunnerID: a.runnerID(), SegmentSize: a.v.GetInt64("ledger.segment_size"),
 		OutputTail: a.v.GetInt("ledger.output_tail"), Secret: []byte(a.getenv("ASTRA_APPROVAL_SECRET")), Getenv: a.getenv,
-		Redact: red, MaxParallel: f.maxParallel,
+		Redact: red, MaxParallel: f.maxParallel, CI: a.inGitHubActions(),
 	}
 	if opts.MaxParallel == 0 {
 		opts.MaxParallel = a.v.GetInt("run.max_parallel")

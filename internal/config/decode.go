@@ -19,8 +19,19 @@ import (
 // on so that one run reports every problem. yaml.v3's own KnownFields mode
 // stops at the first document error and gives no columns.
 type decoder struct {
-	file  string
-	diags *diag.List
+	file   string
+	diags  *diag.List
+	budget *budget
+}
+
+// budget bounds the work of one Load: model.MaxYAMLValues values decoded
+// in all (an alias counts each time it is used, so aliases cannot multiply
+// the work), and model.MaxFileErrors problems reported per file.
+type budget struct {
+	values int
+	file   string // the file errors are being counted for
+	errors int
+	full   bool // MaxYAMLValues was reached: decode nothing more
 }
 
 var (
@@ -33,12 +44,69 @@ func (d *decoder) pos(n *yaml.Node) diag.Pos {
 }
 
 func (d *decoder) errorf(n *yaml.Node, hint, format string, args ...any) {
-	d.diags.Errorf(d.pos(n), hint, format, args...)
+	b := d.budget
+	if b.file != d.file {
+		b.file, b.errors = d.file, 0
+	}
+	switch b.errors++; {
+	case b.errors <= model.MaxFileErrors:
+		d.diags.Errorf(d.pos(n), hint, format, args...)
+	case b.errors == model.MaxFileErrors+1:
+		d.diags.Errorf(d.pos(n), "fix these first", "more than %d problems in this file; the rest of it was not checked", model.MaxFileErrors)
+	}
+}
+
+// spend counts one value against the budget; false means stop decoding.
+func (d *decoder) spend(n *yaml.Node) bool {
+	b := d.budget
+	if b.full || b.file == d.file && b.errors > model.MaxFileErrors {
+		return false
+	}
+	if b.values++; b.values > model.MaxYAMLValues {
+		b.full = true
+		d.diags.Errorf(d.pos(n), "use fewer values or aliases; the rest was not read",
+			"more than %d YAML values in schedules/ and policies/ (limit: values per configuration, each use of an alias counted)", model.MaxYAMLValues)
+		return false
+	}
+	return true
+}
+
+// fits reports whether a list or mapping is within model.MaxListItems.
+func (d *decoder) fits(n *yaml.Node, what string) bool {
+	items := len(n.Content)
+	if n.Kind == yaml.MappingNode {
+		items /= 2
+	}
+	if items > model.MaxListItems {
+		d.errorf(n, "split the configuration differently", "%s has %d items, more than the limit of %d items per list or mapping", what, items, model.MaxListItems)
+		return false
+	}
+	return true
+}
+
+// weigh spends the budget on every value under n, aliases followed, before
+// yaml.v3 decodes n whole (payloads).
+func (d *decoder) weigh(n *yaml.Node) bool {
+	if !d.spend(n) {
+		return false
+	}
+	if n.Kind == yaml.AliasNode {
+		return d.weigh(n.Alias)
+	}
+	for _, c := range n.Content {
+		if !d.weigh(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // decode fills v (which must be settable) from n. what names the value in
 // messages, e.g. `key "retry"`.
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, what string) {
+	if !d.spend(n) {
+		return
+	}
 	for n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -73,6 +141,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, what string) {
 	case reflect.Slice:
 		d.decodeSlice(n, v, what)
 	case reflect.Interface:
+		if !d.weigh(n) {
+			return
+		}
 		var x any
 		if err := n.Decode(&x); err != nil {
 			d.errorf(n, "", "%s: %v", what, err)
@@ -115,7 +186,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 	}
 	meta := model.Meta{Pos: d.pos(n), Keys: map[string]diag.Pos{}}
 	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	for i := 0; i+1 < len(n.Content) && d.spend(n.Content[i]); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		key := k.Value
 		if seen[key] {
@@ -152,11 +223,14 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, what string) {
 		}
 		return
 	}
+	if !d.fits(n, what) {
+		return
+	}
 	if v.IsNil() {
 		v.Set(reflect.MakeMap(v.Type()))
 	}
 	seen := map[string]bool{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
+	for i := 0; i+1 < len(n.Content) && d.spend(n.Content[i]); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
 			d.errorf(k, "", "keys of %s must be plain names", what)
@@ -178,6 +252,9 @@ func (d *decoder) decodeSlice(n *yaml.Node, v reflect.Value, what string) {
 		if !isNull(n) {
 			d.errorf(n, "write a list: [a, b] or one `- item` per line", "%s must be a list, not %s", what, kindName(n))
 		}
+		return
+	}
+	if !d.fits(n, what) {
 		return
 	}
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))

@@ -21,6 +21,8 @@ import (
 
 	"github.com/astra-gitops/astra/internal/diag"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/redact"
+	"github.com/astra-gitops/astra/internal/repofs"
 )
 
 // Directories astra reads, relative to the repository root.
@@ -31,61 +33,116 @@ const (
 
 // Load reads and validates the configuration of the repository at root.
 // The returned config is usable only when diags hold no errors; err is set
-// only when the files cannot be read at all.
+// only when the files cannot be read at all. Every file read is a regular
+// file inside the repository (internal/repofs), and the work is bounded by
+// the limits in internal/model, whatever the files hold.
 func Load(root string) (*model.Config, diag.List, error) {
-	var diags diag.List
-	cfg := &model.Config{}
+	l := &loader{root: root, cfg: &model.Config{}}
+	cfg, diags := l.cfg, &l.diags
 
-	schedFiles, err := yamlFiles(root, SchedulesDir, true)
+	schedFiles, _, err := l.yamlFiles(SchedulesDir, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	polFiles, _, err := l.yamlFiles(PoliciesDir, false)
 	if err != nil {
 		return nil, nil, err
 	}
 	for _, rel := range schedFiles {
-		docs, err := parseFile(root, rel, &diags)
+		docs, err := l.parseFile(rel)
 		if err != nil {
 			return nil, nil, err
 		}
 		for _, doc := range docs {
-			cfg.Schedules = append(cfg.Schedules, decodeSchedules(rel, doc, &diags)...)
+			l.decodeSchedules(rel, doc)
 		}
 	}
 
-	polFiles, err := yamlFiles(root, PoliciesDir, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	m := newMerger(&diags)
+	m := newMerger(diags)
 	for _, rel := range polFiles {
-		docs, err := parseFile(root, rel, &diags)
+		docs, err := l.parseFile(rel)
 		if err != nil {
 			return nil, nil, err
 		}
 		for _, doc := range docs {
 			var p model.Policies
-			d := &decoder{file: rel, diags: &diags}
+			d := l.decoder(rel)
 			d.decode(doc, reflect.ValueOf(&p).Elem(), "policies")
 			m.add(rel, doc, &p)
 		}
 	}
 	cfg.Policies = m.p
-	policies := checkDirs(root, schedFiles, polFiles, len(cfg.Schedules), &diags)
+	policies := checkDirs(root, schedFiles, polFiles, len(cfg.Schedules), diags)
 
-	resolve(cfg, &diags)
-	validate(root, cfg, policies, &diags)
-	diags.Sort()
-	return cfg, diags, nil
+	resolve(cfg, diags)
+	validate(root, cfg, policies, diags)
+	redactAll(l.diags, redact.FromEnv(os.Environ()))
+	l.diags.Sort()
+	return cfg, capPerFile(l.diags), nil
 }
 
-// yamlFiles lists *.yaml and *.yml under dir (slash paths relative to root).
-// A missing directory is not an error: a repo may have no schedules yet.
-func yamlFiles(root, dir string, recursive bool) ([]string, error) {
-	var out []string
-	base := filepath.Join(root, dir)
-	err := filepath.WalkDir(base, func(p string, e fs.DirEntry, err error) error {
+// capPerFile keeps the first model.MaxFileErrors problems of each file and
+// says how many more there are: one broken file must not flood a log.
+func capPerFile(diags diag.List) diag.List {
+	out := diags[:0:0]
+	for i := 0; i < len(diags); {
+		j := i
+		for j < len(diags) && diags[j].Pos.File == diags[i].Pos.File {
+			j++
+		}
+		if n := j - i; n > model.MaxFileErrors+1 {
+			out = append(out, diags[i:i+model.MaxFileErrors]...)
+			out.Errorf(diag.Pos{File: diags[i].Pos.File}, "fix these first", "%d more problems in this file are not shown", n-model.MaxFileErrors)
+		} else {
+			out = append(out, diags[i:j]...)
+		}
+		i = j
+	}
+	return out
+}
+
+// loader is the state of one Load: what has been read so far, measured
+// against the limits.
+type loader struct {
+	root   string
+	cfg    *model.Config
+	diags  diag.List
+	bytes  int64 // YAML bytes read so far
+	budget budget
+}
+
+func (l *loader) decoder(rel string) *decoder {
+	return &decoder{file: rel, diags: &l.diags, budget: &l.budget}
+}
+
+// redactAll hides secrets in messages: they quote values from the files,
+// and validate's output may be a public CI log.
+func redactAll(diags diag.List, r *redact.Redactor) {
+	for i := range diags {
+		diags[i].Msg = r.String(diags[i].Msg)
+		diags[i].Hint = r.String(diags[i].Hint)
+	}
+}
+
+// yamlFiles lists *.yaml and *.yml under dir (slash paths relative to the
+// repository's real root; a dir that is a symlink inside the repository is
+// listed at its real place). A missing directory is not an error: a repo
+// may have no schedules yet. Symlinked subdirectories are not followed.
+func (l *loader) yamlFiles(dir string, recursive bool) (files []string, found bool, err error) {
+	realRoot, realDir, err := repofs.Dir(l.root, dir)
+	var refused *repofs.Error
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, nil
+	case errors.As(err, &refused):
+		l.diags.Errorf(diag.Pos{File: dir}, readHint, "%v", err)
+		return nil, true, nil
+	case err != nil:
+		return nil, false, err
+	}
+	base := filepath.Join(realRoot, realDir)
+	err = filepath.WalkDir(base, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && p == base {
-				return fs.SkipDir
-			}
 			return err
 		}
 		if e.IsDir() {
@@ -95,23 +152,42 @@ func yamlFiles(root, dir string, recursive bool) ([]string, error) {
 			return nil
 		}
 		if ext := filepath.Ext(p); ext == ".yaml" || ext == ".yml" {
-			rel, _ := filepath.Rel(root, p)
-			out = append(out, filepath.ToSlash(rel))
+			rel, _ := filepath.Rel(realRoot, p)
+			files = append(files, filepath.ToSlash(rel))
 		}
 		return nil
 	})
-	sort.Strings(out)
-	return out, err
+	sort.Strings(files)
+	return files, true, err
 }
+
+const readHint = "commit the file itself; astra reads only regular files inside the repository"
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// parseFile returns the documents of one YAML file. Syntax errors become
-// diagnostics; only I/O errors are returned.
-func parseFile(root, rel string, diags *diag.List) ([]*yaml.Node, error) {
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-	if err != nil {
+// parseFile returns the documents of one YAML file. Syntax errors and
+// refused files become diagnostics; only I/O errors are returned.
+func (l *loader) parseFile(rel string) ([]*yaml.Node, error) {
+	pos := diag.Pos{File: rel}
+	if l.bytes > model.MaxConfigBytes || l.budget.full {
+		return nil, nil // reported once, where the limit was crossed
+	}
+	data, err := repofs.ReadFile(l.root, rel, model.MaxFileBytes)
+	var refused *repofs.Error
+	switch {
+	case errors.Is(err, repofs.ErrTooLarge):
+		l.diags.Errorf(pos, "split it into several files", "this file is larger than %d bytes (limit: bytes per YAML file); it was not read", model.MaxFileBytes)
+		return nil, nil
+	case errors.As(err, &refused):
+		l.diags.Errorf(pos, readHint, "this file %v; it was not read", refused.Err)
+		return nil, nil
+	case err != nil:
 		return nil, err
+	}
+	if l.bytes += int64(len(data)); l.bytes > model.MaxConfigBytes {
+		l.diags.Errorf(pos, "keep schedules/ and policies/ smaller; the rest of the files were not read",
+			"the YAML files add up to more than %d bytes (limit: bytes of configuration per repository)", model.MaxConfigBytes)
+		return nil, nil
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []*yaml.Node
@@ -122,13 +198,12 @@ func parseFile(root, rel string, diags *diag.List) ([]*yaml.Node, error) {
 			return docs, nil
 		}
 		if err != nil {
-			pos := diag.Pos{File: rel}
 			msg := strings.TrimPrefix(err.Error(), "yaml: ")
 			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 				pos.Line, _ = strconv.Atoi(m[1])
 				msg = m[2]
 			}
-			diags.Errorf(pos, "fix the YAML syntax", "%s", msg)
+			l.diags.Errorf(pos, "fix the YAML syntax", "%s", msg)
 			return docs, nil
 		}
 		if len(n.Content) > 0 && !isNull(n.Content[0]) {
@@ -138,9 +213,24 @@ func parseFile(root, rel string, diags *diag.List) ([]*yaml.Node, error) {
 }
 
 // decodeSchedules accepts a single schedule per document, a `schedules:`
-// list, or a document that is a bare list of schedules.
-func decodeSchedules(rel string, doc *yaml.Node, diags *diag.List) []*model.Schedule {
-	d := &decoder{file: rel, diags: diags}
+// list, or a document that is a bare list of schedules. Schedules beyond
+// model.MaxSchedules are reported once and not decoded.
+func (l *loader) decodeSchedules(rel string, doc *yaml.Node) {
+	d := l.decoder(rel)
+	add := func(n *yaml.Node, what string) {
+		if len(l.cfg.Schedules) == model.MaxSchedules {
+			d.errorf(n, fmt.Sprintf("the limit is %d schedules per repository", model.MaxSchedules),
+				"more than %d schedules; this and later ones were not read", model.MaxSchedules)
+		}
+		if len(l.cfg.Schedules) >= model.MaxSchedules {
+			return
+		}
+		s := &model.Schedule{}
+		d.decode(n, reflect.ValueOf(s).Elem(), what)
+		if s.Meta.Pos.File != "" { // else a limit cut decoding off, and said so
+			l.cfg.Schedules = append(l.cfg.Schedules, s)
+		}
+	}
 	list := doc
 	if doc.Kind == yaml.MappingNode && len(doc.Content) >= 2 && doc.Content[0].Value == "schedules" {
 		if len(doc.Content) > 2 {
@@ -149,29 +239,23 @@ func decodeSchedules(rel string, doc *yaml.Node, diags *diag.List) []*model.Sche
 		list = doc.Content[1]
 		if list.Kind != yaml.SequenceNode {
 			d.errorf(list, "write `schedules:` followed by `- name: ...` items", "schedules must be a list")
-			return nil
+			return
 		}
 	}
 	switch list.Kind {
 	case yaml.SequenceNode:
-		var out []*model.Schedule
 		for i, item := range list.Content {
 			if item.Kind != yaml.MappingNode {
 				d.errorf(item, "write each schedule as `key: value` lines", "schedule %d must be a mapping, not %s", i+1, kindName(item))
 				continue
 			}
-			s := &model.Schedule{}
-			d.decode(item, reflect.ValueOf(s).Elem(), fmt.Sprintf("schedule %d", i+1))
-			out = append(out, s)
+			add(item, fmt.Sprintf("schedule %d", i+1))
 		}
-		return out
 	case yaml.MappingNode:
-		s := &model.Schedule{}
-		d.decode(doc, reflect.ValueOf(s).Elem(), "schedule")
-		return []*model.Schedule{s}
+		add(doc, "schedule")
+	default:
+		d.errorf(doc, "write a schedule as `key: value` lines, or a list of them", "a schedule must be a mapping, not %s", kindName(doc))
 	}
-	d.errorf(doc, "write a schedule as `key: value` lines, or a list of them", "a schedule must be a mapping, not %s", kindName(doc))
-	return nil
 }
 
 // merger folds per-file policies into one, refusing duplicates.

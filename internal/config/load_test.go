@@ -174,6 +174,8 @@ func TestAutonomyOnlyStricter(t *testing.T) {
   r: {kind: exec, command: [echo], tier: 0}
 actors:
   - {actor: "user_*", scopes: ["*"], autonomy: L1_Draft}
+roles: {ops: [octocat]}
+permissions: {approve: [ops]}
 `)},
 	}}
 	cfg, diags, err := Load(writeArchive(t, a))

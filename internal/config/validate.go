@@ -1,17 +1,19 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/astra-gitops/astra/internal/diag"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/repofs"
 )
 
 var (
@@ -20,6 +22,11 @@ var (
 	idRe         = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 	eventRe      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/-]*$`)
 	loginRe      = regexp.MustCompile(`^(@[A-Za-z0-9-]+/[A-Za-z0-9_.-]+|[A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))$`)
+)
+
+const (
+	limitHint       = "limits keep every run bounded; see Limits in the README"
+	minIntervalHint = "CI cron starts a run every few minutes at best; a finer interval only piles up slots"
 )
 
 // validate checks the loaded configuration. Without policies (see
@@ -62,6 +69,13 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags
 	}
 	if m.Has("interval") && s.Interval.D() <= 0 {
 		diags.Errorf(m.At("interval"), "", "interval must be positive")
+	} else if m.Has("interval") && s.Interval.D() < model.MinInterval {
+		diags.Errorf(m.At("interval"), minIntervalHint, "interval %s is below the minimum interval of %s", short(s.Interval.D()), short(model.MinInterval))
+	}
+	if every, ok := strings.CutPrefix(strings.TrimSpace(s.Cron), "@every"); ok && s.Spec != nil {
+		if d, err := time.ParseDuration(strings.TrimSpace(every)); err == nil && d < model.MinInterval {
+			diags.Errorf(m.At("cron"), minIntervalHint, "@every %s is below the minimum interval of %s", short(d), short(model.MinInterval))
+		}
 	}
 	if s.Priority < 0 || s.Priority > 9 {
 		diags.Errorf(m.At("priority"), "9 runs first, 0 last", "priority %d is out of range 0-9", s.Priority)
@@ -99,6 +113,7 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags
 			diags.Errorf(m.At("actor"), fmt.Sprintf("grant them in the scopes of actor %q, or use another actor", actor.Pattern),
 				"actor %q lacks scope for tool %q capabilities %s", s.Actor, tool.Name, strings.Join(miss, ", "))
 		}
+		validateApprovers(p, s, tool, diags) // after the actor: its autonomy counts
 	}
 
 	c := s.Catchup
@@ -107,9 +122,14 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags
 	}
 	if c.Window.D() <= 0 {
 		diags.Errorf(c.Meta.At("window"), "", "catch-up window must be positive")
+	} else if c.Window.D() > model.MaxCatchupWindow {
+		diags.Errorf(c.Meta.At("window"), limitHint, "catchup.window %s is above its limit of %s (%d days)",
+			short(c.Window.D()), short(model.MaxCatchupWindow), model.MaxCatchupWindow/(24*time.Hour))
 	}
 	if c.Max < 1 {
 		diags.Errorf(c.Meta.At("max"), "", "catchup.max must be at least 1")
+	} else if c.Max > model.MaxCatchupMax {
+		diags.Errorf(c.Meta.At("max"), limitHint, "catchup.max %d is above its limit of %d slots per run", c.Max, model.MaxCatchupMax)
 	}
 	b := s.Budget
 	if b.MaxTokens < 0 || b.MaxCostUSD < 0 || b.MaxToolCalls < 0 {
@@ -205,10 +225,8 @@ func validateTools(root string, p *model.Policies, diags *diag.List) {
 		case model.KindExec:
 			if len(t.Command) == 0 || t.Command[0] == "" {
 				diags.Errorf(m.At("command"), "write the argv as a list, e.g. [./scripts/deploy.sh, --prod]", "exec tool %q has no command", name)
-			} else if c := t.Command[0]; strings.Contains(c, "/") && !filepath.IsAbs(c) {
-				if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(c))); err != nil {
-					diags.Warnf(m.At("command"), "commands run from the repository root", "command %q does not exist", c)
-				}
+			} else {
+				validateRepoCommand(root, t.Command[0], m.At("command"), diags)
 			}
 			if len(t.Command) == 1 && strings.ContainsAny(t.Command[0], " |;&$") {
 				diags.Errorf(m.At("command"), "split it into a list of arguments; astra never runs a shell", "command %q looks like a shell string", t.Command[0])
@@ -240,6 +258,8 @@ func validateTools(root string, p *model.Policies, diags *diag.List) {
 		}
 		if m.Has("rollback") && len(t.Rollback) == 0 {
 			diags.Errorf(m.At("rollback"), "", "rollback must be a non-empty argv list")
+		} else if len(t.Rollback) > 0 {
+			validateRepoCommand(root, t.Rollback[0], m.At("rollback"), diags)
 		}
 		if t.Kind != model.KindExec && (len(t.Command) > 0 || len(t.Env) > 0) {
 			diags.Errorf(m.At("command"), "", "command and env only apply to exec tools")
@@ -247,6 +267,23 @@ func validateTools(root string, p *model.Policies, diags *diag.List) {
 		if t.Kind != model.KindHTTP && (t.URL != "" || t.SignatureSecretEnv != "" || len(t.Headers) > 0) {
 			diags.Errorf(m.At("url"), "", "url, headers and signature_secret_env only apply to http tools")
 		}
+	}
+}
+
+// validateRepoCommand checks a command that is a repository path (it has a
+// slash and is not absolute): it must be a regular file inside the
+// repository, whatever symlinks lead to it.
+func validateRepoCommand(root, c string, at diag.Pos, diags *diag.List) {
+	if !strings.Contains(c, "/") || filepath.IsAbs(c) {
+		return
+	}
+	_, err := repofs.Stat(root, filepath.Clean(c))
+	var refused *repofs.Error
+	switch {
+	case errors.As(err, &refused):
+		diags.Errorf(at, "a tool that is a repository path must be a regular file inside the repository", "command %v", err)
+	case err != nil:
+		diags.Warnf(at, "commands run from the repository root", "command %q does not exist", c)
 	}
 }
 
@@ -303,6 +340,18 @@ func validatePolicies(cfg *model.Config, diags *diag.List) {
 	}
 }
 
+// short prints 1m rather than time.Duration's 1m0s.
+func short(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
+}
+
 func toolNames(p *model.Policies) []string {
 	names := make([]string, 0, len(p.Tools))
 	for n := range p.Tools {
@@ -318,4 +367,25 @@ func scheduleRefs(cfg *model.Config) []string {
 		out = append(out, s.ID, s.Name)
 	}
 	return out
+}
+
+// validateApprovers refuses a schedule that can need an approval nobody
+// may give: its task policy's approver_role, else permissions.approve,
+// must name a role with members.
+func validateApprovers(p *model.Policies, s *model.Schedule, tool *model.Tool, diags *diag.List) {
+	reasons := p.ApprovalReasons(s, tool)
+	if len(reasons) == 0 {
+		return
+	}
+	taskRole := ""
+	if tp := p.TaskPolicy(tool.Name, s.Tenant); tp != nil {
+		taskRole = tp.ApproverRole
+	}
+	for _, role := range p.RolesFor(model.VerbApprove, taskRole) {
+		if len(p.Roles[role]) > 0 {
+			return
+		}
+	}
+	diags.Errorf(s.Meta.At("target_tool"), "name approver_role in the task policy of "+tool.Name+", or a default with `permissions: {approve: [<role>]}`, and list its members under roles: in policies/",
+		"schedule %q can need an approval (%s) but nobody may approve it", s.Name, strings.Join(reasons, "; "))
 }

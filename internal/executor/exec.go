@@ -166,6 +166,10 @@ func toolEnv(req Request) []string {
 	if req.Event != "" {
 		add("ASTRA_EVENT", req.Event)
 	}
+	if rb := req.Rollback; rb != nil {
+		add("ASTRA_ROLLBACK_OF", rb.RunID)
+		add("ASTRA_ORIGINAL_OUTPUT", rb.Output)
+	}
 	for _, k := range append(append([]string(nil), baseEnv...), req.Tool.Env...) {
 		if v := req.Getenv(k); v != "" {
 			add(k, v)

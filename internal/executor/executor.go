@@ -69,6 +69,14 @@ type Request struct {
 	ToolCallsUsed  int64            // spent by earlier steps of the same chain
 	Getenv         func(string) string
 	OnWarning      func(Warning) // live, once per limit, at 80%
+	Rollback       *Rollback     // set when the tool is a compensating command
+}
+
+// Rollback names the run a compensating command undoes: its id
+// (ASTRA_ROLLBACK_OF) and its recorded output tail (ASTRA_ORIGINAL_OUTPUT).
+type Rollback struct {
+	RunID  string
+	Output string
 }
 
 // Warning is a budget crossing 80% while the tool runs.

@@ -89,7 +89,7 @@ func Check(in Input) Decision {
 			return skip(ledger.ReasonBudget, "per-day budget used: %d of %d runs today (resets at 00:00 UTC)", used, s.PerDayBudget)
 		}
 	}
-	if reasons := ApprovalReasons(s, tool, p); len(reasons) > 0 {
+	if reasons := p.ApprovalReasons(s, tool); len(reasons) > 0 {
 		d := Decision{Action: NeedApproval, Reason: ledger.ReasonApprovalPending, ApprovalReasons: reasons,
 			Draft: s.Autonomy == model.L1Draft, Detail: "needs approval: " + strings.Join(reasons, "; ")}
 		if tp := p.TaskPolicy(tool.Name, s.Tenant); tp != nil {
@@ -98,33 +98,6 @@ func Check(in Input) Decision {
 		return d
 	}
 	return Decision{Action: Run, Detail: fmt.Sprintf("tier %d, %s", s.SafetyTier, s.Autonomy)}
-}
-
-// ApprovalReasons lists every rule that demands a human approval; empty
-// means the run may go ahead on its own.
-func ApprovalReasons(s *model.Schedule, tool *model.Tool, p *model.Policies) []string {
-	var r []string
-	if s.SafetyTier >= model.TierExternal {
-		r = append(r, "safety tier 2 (external)")
-	}
-	tp := p.TaskPolicy(tool.Name, s.Tenant)
-	if tp != nil && !tp.AutoExecute {
-		who := "global"
-		if tp.Tenant != "" {
-			who = "tenant " + tp.Tenant
-		}
-		r = append(r, fmt.Sprintf("task policy for %s (%s) has auto_execute: false", tool.Name, who))
-	}
-	if tool.RequiresApproval {
-		r = append(r, fmt.Sprintf("tool %s requires approval", tool.Name))
-	}
-	if s.Autonomy.NeedsApproval() {
-		r = append(r, fmt.Sprintf("autonomy %s", s.Autonomy))
-	}
-	if tp != nil && tool.RiskLevel > tp.MaxRiskLevel {
-		r = append(r, fmt.Sprintf("tool risk %s is above the policy's max_risk_level %s", tool.RiskLevel, tp.MaxRiskLevel))
-	}
-	return r
 }
 
 func rateLimited(a *model.Actor, id string, in Input) (Decision, bool) {

@@ -114,7 +114,7 @@ func TestCheck(t *testing.T) {
 func TestStrictestWins(t *testing.T) {
 	p := policies()
 	s := sched("send", "admin", func(s *model.Schedule) { s.SafetyTier = model.TierExternal; s.Autonomy = model.L0Ask })
-	got := ApprovalReasons(s, p.Tools["send"], p)
+	got := p.ApprovalReasons(s, p.Tools["send"])
 	if len(got) != 3 {
 		t.Fatalf("reasons %v", got)
 	}

@@ -38,23 +38,6 @@ type Decision struct {
 	Err     error  // a team that could not be checked; the decision is a refusal
 }
 
-// RolesFor lists the roles that may perform verb. taskRole is the
-// approver_role of the task policy of the schedule concerned ("" when none
-// or when the verb concerns no schedule). approve takes taskRole when set,
-// else permissions.approve; any other verb takes its own permissions entry,
-// else what approve would take. An entry written as [] means nobody.
-func RolesFor(pol *model.Policies, verb, taskRole string) []string {
-	if verb != model.VerbApprove {
-		if roles, ok := pol.Permissions[verb]; ok {
-			return roles
-		}
-	}
-	if taskRole != "" {
-		return []string{taskRole}
-	}
-	return pol.Permissions[model.VerbApprove]
-}
-
 // Authorize decides whether id may perform verb. Logins are compared
 // case-insensitively without any API call; teams are asked of teams (nil
 // when GitHub is not configured: a team entry then cannot allow anyone).
@@ -70,7 +53,7 @@ func Authorize(ctx context.Context, pol *model.Policies, verb string, id Identit
 	if id.Login == "" {
 		return Decision{Reason: fmt.Sprintf("an unknown identity may not %s", verb)}
 	}
-	roles := RolesFor(pol, verb, taskRole)
+	roles := pol.RolesFor(verb, taskRole)
 	if len(roles) == 0 {
 		return Decision{Reason: fmt.Sprintf("nobody may %s: no role has this permission; name one under permissions: in policies/", verb)}
 	}

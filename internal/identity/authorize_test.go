@@ -44,11 +44,11 @@ func TestRolesFor(t *testing.T) {
 		{model.VerbInitForce, "", []string{}},              // [] is nobody
 		{model.VerbMemoryPurge, "", []string{"founder"}},
 	} {
-		if got := RolesFor(p, c.verb, c.taskRole); !slices.Equal(got, c.want) {
+		if got := p.RolesFor(c.verb, c.taskRole); !slices.Equal(got, c.want) {
 			t.Errorf("RolesFor(%s, %q) = %v, want %v", c.verb, c.taskRole, got, c.want)
 		}
 	}
-	if got := RolesFor(&model.Policies{}, model.VerbResume, ""); len(got) != 0 {
+	if got := (&model.Policies{}).RolesFor(model.VerbResume, ""); len(got) != 0 {
 		t.Errorf("approve without roles defaults to nobody, got %v", got)
 	}
 }

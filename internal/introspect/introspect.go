@@ -4,6 +4,7 @@
 package introspect
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -21,7 +22,7 @@ type Task struct {
 	ScheduleID string       `json:"schedule_id"`
 	Key        string       `json:"idempotency_key"`
 	Slot       time.Time    `json:"slot,omitzero"`
-	Status     string       `json:"status"` // running, completed, failed, skipped
+	Status     string       `json:"status"` // running, completed, failed, skipped, rolled_back
 	Reason     string       `json:"reason,omitempty"`
 	Started    time.Time    `json:"started"`
 	Ended      time.Time    `json:"ended,omitzero"`
@@ -39,7 +40,7 @@ type Task struct {
 // Query selects tasks.
 type Query struct {
 	Schedule string    // id
-	Status   string    // running, completed, failed, skipped, all; "" = runs (not skips)
+	Status   string    // running, completed, failed, skipped, rolled_back, all; "" = runs (not skips)
 	Since    time.Time // earliest event time read; zero: the current month
 	TraceID  string
 	Limit    int // newest first; 0 = all
@@ -59,6 +60,7 @@ func Tasks(store *ledger.Store, now time.Time, q Query) ([]Task, error) {
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].Month >= from })
 	open := map[string]*Task{} // by run id, until its outcome
 	var out []Task
+	ended := map[string]int{} // run id -> index in out
 	_, err = ledger.Scan(store.Root(), segs[i:], ledger.ScanOptions{}, func(e *ledger.Event) error {
 		if e.TS.Before(since) || e.IdempotencyKey == "" {
 			return nil
@@ -87,7 +89,15 @@ func Tasks(store *ledger.Store, now time.Time, q Query) ([]Task, error) {
 			if e.Event == ledger.RunFailed {
 				t.Status = "failed"
 			}
+			ended[id] = len(out)
 			out = append(out, *t)
+		case ledger.RollbackCompleted:
+			var d state.RollbackDetail
+			if json.Unmarshal(e.Detail, &d) == nil {
+				if i, ok := ended[d.Run]; ok && out[i].Status == "completed" {
+					out[i].Status = "rolled_back"
+				}
+			}
 		case ledger.RunSkipped:
 			t := fromEvent(e)
 			t.Status, t.Reason, t.Error, t.Ended = "skipped", e.Reason, e.Error, e.TS

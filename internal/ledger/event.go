@@ -27,7 +27,9 @@ const (
 	ApprovalRejected  Kind = "approval.rejected"
 	ApprovalExpired   Kind = "approval.expired"
 	ApprovalConsumed  Kind = "approval.consumed"
-	ApprovalRefused   Kind = "approval.refused" // a token that failed verification
+	ApprovalRefused   Kind = "approval.refused"      // a token or a decision that does not approve
+	ApprovalIgnored   Kind = "approval.ignored"      // a token that approves nothing yet (its pull request is open)
+	ApprovalUnchecked Kind = "approval.check_failed" // GitHub could not be asked; checked again next run
 
 	BudgetWarning  Kind = "budget.warning"
 	BudgetExceeded Kind = "budget.exceeded"
@@ -41,10 +43,12 @@ const (
 	RollbackCompleted Kind = "rollback.completed"
 	RollbackFailed    Kind = "rollback.failed"
 
-	NotifySent     Kind = "notify.sent"
-	MemoryStored   Kind = "memory.stored" // in var/memory only: a run's result with its provenance
-	MemoryPurged   Kind = "memory.purged"
-	TriggerRefused Kind = "trigger.refused"
+	NotifySent      Kind = "notify.sent"
+	MemoryStored    Kind = "memory.stored" // in var/memory only: a run's result with its provenance
+	MemoryPurged    Kind = "memory.purged"
+	TriggerAccepted Kind = "trigger.accepted" // who triggered which event, and the signature's id
+	TriggerRefused  Kind = "trigger.refused"
+	ActionRefused   Kind = "action.refused" // a person's command the policies do not allow
 
 	LedgerRepaired   Kind = "ledger.repaired"
 	LedgerCheckpoint Kind = "ledger.checkpoint"
@@ -85,6 +89,7 @@ const (
 	StatusExpired    = "expired"
 	StatusConsumed   = "consumed"
 	StatusRefused    = "refused"
+	StatusIgnored    = "ignored"
 	StatusWarning    = "warning"
 	StatusExceeded   = "exceeded"
 	StatusResumed    = "resumed"

@@ -167,7 +167,7 @@ func TestAppendMembersAndZcat(t *testing.T) {
 	if err != nil || len(segs) != 1 || segs[0].Path != "var/schedules/2026-11.ndjson.gz" {
 		t.Fatalf("segments %v %v", segs, err)
 	}
-	ms, err := members(filepath.Join(root, segs[0].Path))
+	ms, err := members(root, segs[0].Path)
 	if err != nil || len(ms) != 5 {
 		t.Fatalf("want 5 gzip members, got %d (%v)", len(ms), err)
 	}
@@ -291,7 +291,7 @@ func TestTamperNamesTheLine(t *testing.T) {
 			}
 			segs, _ := s.Segments()
 			file := filepath.Join(root, segs[0].Path)
-			lines, err := fileLines(file)
+			lines, err := fileLines("", file)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -318,7 +318,7 @@ func TestTruncatedMemberRepair(t *testing.T) {
 	}
 	segs, _ := s.Segments()
 	file := filepath.Join(root, segs[0].Path)
-	ms, _ := members(file)
+	ms, _ := members("", file)
 	good := ms[len(ms)-1].start
 	// A run killed while writing: the last member is cut short.
 	data, _ := os.ReadFile(file)
@@ -370,7 +370,7 @@ func TestRepairRefusesTheMiddle(t *testing.T) {
 	}
 	segs, _ := s.Segments()
 	file := filepath.Join(root, segs[0].Path)
-	lines, _ := fileLines(file)
+	lines, _ := fileLines("", file)
 	lines[2] = bytes.Replace(lines[2], []byte(`"ok"`), []byte(`"OK"`), 1)
 	rewrite(t, file, lines)
 	segs, _ = s.Segments()

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/astra-gitops/astra/internal/repofs"
 )
 
 // Problem kinds a reader reports.
@@ -196,7 +198,7 @@ func readSegment(root string, seg Segment, verify, skipOutput bool, out chan<- b
 		b.err = &CorruptError{File: seg.Path, Line: line, Kind: kind, Msg: fmt.Sprintf(format, args...)}
 		send(b)
 	}
-	f, err := os.Open(fileOf(root, seg.Path))
+	f, err := openSegment(root, seg.Path)
 	if err != nil {
 		send(batch{err: err})
 		return
@@ -299,11 +301,14 @@ func gzipKind(err error) string {
 	return ProblemGzip
 }
 
-func fileOf(root, rel string) string {
+// openSegment opens a ledger file of the repository at root, which must be
+// a regular file inside it (a pull request may commit a symlink in var/).
+// Without a root, rel is a path as given.
+func openSegment(root, rel string) (*os.File, error) {
 	if root == "" {
-		return rel
+		return os.Open(rel)
 	}
-	return root + string(os.PathSeparator) + rel
+	return repofs.Open(root, rel)
 }
 
 // ReadAll returns every event of segs in order; for small logs and tests.
@@ -319,7 +324,7 @@ func ReadAll(root string, segs []Segment) ([]Event, Tail, error) {
 // First returns the first event of a file, reading only as much as that
 // takes; nil for an empty file.
 func First(root string, seg Segment) (*Event, error) {
-	f, err := os.Open(fileOf(root, seg.Path))
+	f, err := openSegment(root, seg.Path)
 	if err != nil {
 		return nil, err
 	}

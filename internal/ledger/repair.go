@@ -11,6 +11,8 @@ import (
 	"os"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/astra-gitops/astra/internal/repofs"
 )
 
 // countingReader reports exactly how many bytes the gzip reader consumed:
@@ -43,8 +45,8 @@ type member struct {
 }
 
 // members reads every gzip member of a file in order.
-func members(file string) ([]member, error) {
-	f, err := os.Open(file)
+func members(root, rel string) ([]member, error) {
+	f, err := openSegment(root, rel)
 	if err != nil {
 		return nil, err
 	}
@@ -94,8 +96,7 @@ func (s *Store) Repair(segs []Segment, bad *CorruptError) (*Repaired, error) {
 		return nil, fmt.Errorf("%w (%s)", errNotTail, bad)
 	}
 	seg := segs[len(segs)-1]
-	file := s.abs(seg.Path)
-	ms, err := members(file)
+	ms, err := members(s.root, seg.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +160,7 @@ func (s *Store) Repair(segs []Segment, bad *CorruptError) (*Repaired, error) {
 		salvaged++
 		rest = rest[i+1:]
 	}
-	f, err := os.OpenFile(file, os.O_RDWR, 0)
+	f, err := repofs.OpenFile(s.root, seg.Path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/gzip"
+
+	"github.com/astra-gitops/astra/internal/repofs"
 )
 
 // Where the ledgers live, relative to the repository root.
@@ -87,7 +88,7 @@ var segmentName = regexp.MustCompile(`^(\d{4}-\d{2})(?:\.(\d{3,}))?\.ndjson\.gz$
 func (s *Store) Segments() ([]Segment, error) {
 	if s.single != "" {
 		rel := path.Join(s.dir, s.single)
-		st, err := os.Stat(s.abs(rel))
+		st, err := repofs.Stat(s.root, rel)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
@@ -96,7 +97,7 @@ func (s *Store) Segments() ([]Segment, error) {
 		}
 		return []Segment{{Path: rel, Size: st.Size()}}, nil
 	}
-	entries, err := os.ReadDir(s.abs(s.dir))
+	entries, err := repofs.ReadDir(s.root, s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -137,8 +138,6 @@ func cmpString(a, b string) int {
 	}
 	return 0
 }
-
-func (s *Store) abs(rel string) string { return filepath.Join(s.root, filepath.FromSlash(rel)) }
 
 // SegmentPath names segment idx of month.
 func (s *Store) SegmentPath(month string, idx int) string {
@@ -222,11 +221,7 @@ func (s *Store) Append(tail Tail, seg Segment, events []*Event) (Tail, error) {
 	if err := zw.Close(); err != nil {
 		return Tail{}, err
 	}
-	p := s.abs(seg.Path)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return Tail{}, err
-	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := repofs.OpenFile(s.root, seg.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return Tail{}, err
 	}

@@ -38,7 +38,7 @@ func Verify(root string, segs []Segment) (stats, error) {
 }
 
 func pinChainBreak(root string, segs []Segment, ce *CorruptError) error {
-	lines, err := fileLines(fileOf(root, ce.File))
+	lines, err := fileLines(root, ce.File)
 	if err != nil || ce.Line > len(lines) {
 		return ce
 	}
@@ -59,8 +59,8 @@ func pinChainBreak(root string, segs []Segment, ce *CorruptError) error {
 }
 
 // fileLines decompresses a whole file into lines (without newlines).
-func fileLines(file string) ([][]byte, error) {
-	f, err := os.Open(file)
+func fileLines(root, rel string) ([][]byte, error) {
+	f, err := openSegment(root, rel)
 	if err != nil {
 		return nil, err
 	}

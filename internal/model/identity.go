@@ -89,3 +89,20 @@ func ValidGlob(pattern string) bool {
 	}
 	return true
 }
+
+// RolesFor lists the roles that may perform verb. taskRole is the
+// approver_role of the task policy of the schedule concerned ("" when none
+// or when the verb concerns no schedule). approve takes taskRole when set,
+// else permissions.approve; any other verb takes its own permissions entry,
+// else what approve would take. An entry written as [] means nobody.
+func (pol *Policies) RolesFor(verb, taskRole string) []string {
+	if verb != VerbApprove {
+		if roles, ok := pol.Permissions[verb]; ok {
+			return roles
+		}
+	}
+	if taskRole != "" {
+		return []string{taskRole}
+	}
+	return pol.Permissions[VerbApprove]
+}

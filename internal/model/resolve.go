@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"path"
 	"strings"
 )
@@ -101,4 +102,31 @@ func BuiltinTools() map[string]*Tool {
 		BuiltinTasksLastFailed: mk(BuiltinTasksLastFailed, "Analyze recent failures", "astra.tasks.read"),
 		BuiltinBudget:          mk(BuiltinBudget, "Report per-schedule and global budget use", "astra.budget.read"),
 	}
+}
+
+// ApprovalReasons lists every rule that demands a human approval; empty
+// means the run may go ahead on its own.
+func (p *Policies) ApprovalReasons(s *Schedule, tool *Tool) []string {
+	var r []string
+	if s.SafetyTier >= TierExternal {
+		r = append(r, "safety tier 2 (external)")
+	}
+	tp := p.TaskPolicy(tool.Name, s.Tenant)
+	if tp != nil && !tp.AutoExecute {
+		who := "global"
+		if tp.Tenant != "" {
+			who = "tenant " + tp.Tenant
+		}
+		r = append(r, fmt.Sprintf("task policy for %s (%s) has auto_execute: false", tool.Name, who))
+	}
+	if tool.RequiresApproval {
+		r = append(r, fmt.Sprintf("tool %s requires approval", tool.Name))
+	}
+	if s.Autonomy.NeedsApproval() {
+		r = append(r, fmt.Sprintf("autonomy %s", s.Autonomy))
+	}
+	if tp != nil && tool.RiskLevel > tp.MaxRiskLevel {
+		r = append(r, fmt.Sprintf("tool risk %s is above the policy's max_risk_level %s", tool.RiskLevel, tp.MaxRiskLevel))
+	}
+	return r
 }

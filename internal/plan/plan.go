@@ -7,6 +7,7 @@ package plan
 
 import (
 	"cmp"
+	"container/heap"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -83,7 +84,8 @@ func ParseShard(s string) (k, n int, err error) {
 	return k, n, nil
 }
 
-// Due lists the candidates at now, highest priority first, then oldest slot.
+// Due lists the candidates at now, highest priority first, then oldest
+// slot: the first model.MaxCandidatesPerRun of them.
 func Due(cfg *model.Config, st *state.State, now time.Time, f Filter) []Candidate {
 	// Open slots by schedule, in key order so candidates come out the same
 	// way every time.
@@ -97,26 +99,65 @@ func Due(cfg *model.Config, st *state.State, now time.Time, f Filter) []Candidat
 		id := st.Open[k].ScheduleID
 		openKeys[id] = append(openKeys[id], k)
 	}
-	var out []Candidate
+	first := &firstN{n: model.MaxCandidatesPerRun}
 	for _, s := range cfg.Schedules {
 		if !f.Match(s) {
 			continue
 		}
-		out = append(out, open(s, st, openKeys[s.ID], now)...)
+		first.add(open(s, st, openKeys[s.ID], now))
 		if s.Enabled {
-			out = append(out, slots(s, st, now)...)
+			first.add(slots(s, st, now))
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Candidate) int {
-		if c := cmp.Compare(b.Schedule.Priority, a.Schedule.Priority); c != 0 {
-			return c
-		}
-		if c := a.Slot.Compare(b.Slot); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Schedule.ID, b.Schedule.ID)
-	})
+	out := first.items
+	slices.SortFunc(out, compare)
 	return out
+}
+
+// compare orders candidates: highest priority first, then oldest slot.
+// Keys are unique, so the order is total.
+func compare(a, b Candidate) int {
+	if c := cmp.Compare(b.Schedule.Priority, a.Schedule.Priority); c != 0 {
+		return c
+	}
+	if c := a.Slot.Compare(b.Slot); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.Schedule.ID, b.Schedule.ID); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Key, b.Key)
+}
+
+// firstN keeps the first n candidates in compare order, in a heap with the
+// last of them on top, so a plan stays small however much is due. What is
+// left out is due again next run: new slots are found from each schedule's
+// last recorded slot, open slots from the ledger.
+type firstN struct {
+	n     int
+	items []Candidate
+}
+
+func (f *firstN) add(cs []Candidate) {
+	for _, c := range cs {
+		switch {
+		case len(f.items) < f.n:
+			heap.Push(f, c)
+		case compare(c, f.items[0]) < 0:
+			f.items[0] = c
+			heap.Fix(f, 0)
+		}
+	}
+}
+
+func (f *firstN) Len() int           { return len(f.items) }
+func (f *firstN) Less(i, j int) bool { return compare(f.items[i], f.items[j]) > 0 }
+func (f *firstN) Swap(i, j int)      { f.items[i], f.items[j] = f.items[j], f.items[i] }
+func (f *firstN) Push(x any)         { f.items = append(f.items, x.(Candidate)) }
+func (f *firstN) Pop() any {
+	c := f.items[len(f.items)-1]
+	f.items = f.items[:len(f.items)-1]
+	return c
 }
 
 // open turns a schedule's open slots into candidates: lost claims, retries
@@ -149,8 +190,15 @@ func open(s *model.Schedule, st *state.State, keys []string, now time.Time) []Ca
 	return out
 }
 
+// countHorizon is how far back missed slots are counted: as far as the
+// cron walk looks for a previous slot. A last slot older than that (an
+// edited ledger) costs no more than this walk.
+const countHorizon = 5 * 366 * 24 * time.Hour
+
 // slots returns the new scheduled slots of one schedule under its catch-up
-// policy (docs/design.md, "Catch-up").
+// policy (docs/design.md, "Catch-up"): at most model.MaxSlotsPerSchedule,
+// and at most model.MaxMissedCount+1 missed slots counted, even for a
+// configuration that never went through validation.
 func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 	sc := st.Schedules[s.ID]
 	base := time.Time{}
@@ -168,8 +216,8 @@ func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 		}
 		return nil
 	}
-	if s.Spec == nil {
-		return nil
+	if s.Spec == nil || !now.After(base) {
+		return nil // nothing new: no need to look for the latest slot
 	}
 	latest := s.Spec.Prev(now)
 	if latest.IsZero() || !latest.After(base) {
@@ -178,8 +226,12 @@ func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 	mk := func(kind Kind, slot time.Time, missed int) Candidate {
 		return Candidate{Kind: kind, Schedule: s, Slot: slot, Key: ledger.SlotKey(s.ID, slot), Mode: ledger.ModeScheduled, Attempt: 1, Missed: missed}
 	}
-	window := s.Catchup.Window.D()
+	window := min(s.Catchup.Window.D(), model.MaxCatchupWindow)
 	tooLate := now.Sub(latest) > window
+	countFrom := base
+	if h := now.Add(-countHorizon); countFrom.Before(h) {
+		countFrom = h
+	}
 	switch s.Catchup.Policy {
 	case model.CatchupAll:
 		from := base
@@ -187,16 +239,16 @@ func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 			from = edge.Add(-time.Nanosecond)
 		}
 		var out []Candidate
-		for _, t := range s.Spec.Slots(from, now, s.Catchup.Max) {
+		for _, t := range s.Spec.Slots(from, now, min(s.Catchup.Max, model.MaxSlotsPerSchedule)) {
 			out = append(out, mk(KindSlot, t, 0))
 		}
 		if len(out) == 0 {
 			return []Candidate{mk(KindMissed, latest, 0)}
 		}
-		out[0].Missed = s.Spec.Count(base, from, 1000)
+		out[0].Missed = s.Spec.Count(countFrom, from, model.MaxMissedCount+1)
 		return out
 	default: // latest, skip: only the newest slot, if not too late
-		missed := s.Spec.Count(base, latest.Add(-time.Nanosecond), 1000)
+		missed := s.Spec.Count(countFrom, latest.Add(-time.Nanosecond), model.MaxMissedCount+1)
 		if tooLate {
 			return []Candidate{mk(KindMissed, latest, missed)}
 		}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -112,6 +113,76 @@ func TestFilterAndShards(t *testing.T) {
 	for _, bad := range []string{"0/4", "5/4", "x", "1/0"} {
 		if _, _, err := ParseShard(bad); err == nil {
 			t.Errorf("ParseShard(%q) accepted", bad)
+		}
+	}
+}
+
+// TestBoundsWithoutValidation: a schedule that never went through
+// validation (every second, unbounded catch-up) still adds at most
+// MaxSlotsPerSchedule slots, and missed slots are counted to
+// MaxMissedCount+1, "more than MaxMissedCount".
+func TestBoundsWithoutValidation(t *testing.T) {
+	now := t0.Add(60 * 24 * time.Hour) // more than any catch-up window
+	every, _ := cron.Every(time.Second)
+	hostile := func(policy string) *model.Schedule {
+		return hourly("h", func(s *model.Schedule) {
+			s.Spec = every
+			s.Catchup = model.Catchup{Policy: policy, Max: 100_000_000, Window: model.Duration(100_000 * time.Hour)}
+		})
+	}
+	st := state.New(now)
+	created(st, "h", t0)
+	got := Due(&model.Config{Schedules: []*model.Schedule{hostile(model.CatchupAll)}}, st, now, Filter{})
+	if len(got) != model.MaxSlotsPerSchedule {
+		t.Fatalf("%d slots, want %d", len(got), model.MaxSlotsPerSchedule)
+	}
+	if got[0].Missed != model.MaxMissedCount+1 {
+		t.Errorf("missed %d, want %d", got[0].Missed, model.MaxMissedCount+1)
+	}
+	got = Due(&model.Config{Schedules: []*model.Schedule{hostile(model.CatchupLatest)}}, st, now, Filter{})
+	if len(got) != 1 || got[0].Missed != model.MaxMissedCount+1 {
+		t.Fatalf("latest: %s missed %d", kinds(got), got[0].Missed)
+	}
+
+	// A last slot from an edited ledger, long ago: counted from the horizon.
+	yearly, _ := cron.Parse("0 0 1 1 *", time.UTC)
+	old := hourly("y", func(s *model.Schedule) { s.Spec = yearly })
+	st = state.New(now)
+	created(st, "y", time.Date(2, 1, 1, 0, 0, 0, 0, time.UTC))
+	got = Due(&model.Config{Schedules: []*model.Schedule{old}}, st, now, Filter{})
+	if len(got) != 1 || got[0].Kind != KindMissed || got[0].Missed > 5 {
+		t.Fatalf("yearly from year 1: %s missed %d", kinds(got), got[0].Missed)
+	}
+}
+
+// TestDueKeepsTheFirst: a plan holds at most MaxCandidatesPerRun
+// candidates, exactly the first ones in order.
+func TestDueKeepsTheFirst(t *testing.T) {
+	now := t0.Add(24 * time.Hour)
+	every, _ := cron.Every(time.Minute)
+	cfg := &model.Config{}
+	st := state.New(now)
+	n := 2*model.MaxCandidatesPerRun/model.MaxCatchupMax + 7
+	for i := range n {
+		id := fmt.Sprintf("s%04d", i)
+		cfg.Schedules = append(cfg.Schedules, hourly(id, func(s *model.Schedule) {
+			s.Spec, s.Priority = every, i%10
+			s.Catchup = model.Catchup{Policy: model.CatchupAll, Max: model.MaxCatchupMax, Window: model.Duration(24 * time.Hour)}
+		}))
+		created(st, id, t0)
+	}
+	var all []Candidate
+	for _, s := range cfg.Schedules {
+		all = append(all, slots(s, st, now)...)
+	}
+	slices.SortFunc(all, compare)
+	got := Due(cfg, st, now, Filter{})
+	if len(all) <= model.MaxCandidatesPerRun || len(got) != model.MaxCandidatesPerRun {
+		t.Fatalf("%d due, plan of %d", len(all), len(got))
+	}
+	for i := range got {
+		if got[i].Key != all[i].Key {
+			t.Fatalf("candidate %d is %s, want %s", i, got[i].Key, all[i].Key)
 		}
 	}
 }

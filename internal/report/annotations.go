@@ -24,8 +24,17 @@ func Annotations(w io.Writer, rep *runner.Report) {
 			}
 		}
 	}
+	for _, n := range rep.Approvals {
+		annotate(w, "notice", "astra: approval of "+n.Name, n.Event+": "+n.Detail)
+	}
 	for _, al := range rep.Alerts {
 		annotate(w, "warning", "astra budget", al)
+	}
+	for _, msg := range rep.Warnings {
+		annotate(w, "warning", "astra", msg)
+	}
+	for _, msg := range rep.InfraErrors {
+		annotate(w, "error", "astra: git or GitHub", msg)
 	}
 }
 

@@ -57,6 +57,18 @@ func Summary(w io.Writer, rep *runner.Report, cfg *model.Config, b introspect.Bu
 	if rep.OverLimit > 0 {
 		fmt.Fprintf(w, "%d more were due beyond `--limit`; the next run takes them.\n\n", rep.OverLimit)
 	}
+	for _, n := range rep.Approvals {
+		fmt.Fprintf(w, "- Approval of %s: **%s** %s\n", code(n.Name), strings.TrimPrefix(n.Event, "approval."), n.Detail)
+	}
+	if len(rep.Approvals) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, m := range rep.InfraErrors {
+		fmt.Fprintf(w, "> [!CAUTION]\n> %s\n\n", m)
+	}
+	for _, m := range rep.Warnings {
+		fmt.Fprintf(w, "> [!WARNING]\n> %s\n\n", m)
+	}
 
 	g := b.Global
 	fmt.Fprintln(w, "### Budget")

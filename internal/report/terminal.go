@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/runner"
 )
 
@@ -60,6 +61,13 @@ func Terminal(w io.Writer, rep *runner.Report, verbose bool, paint Paint) {
 			}
 		}
 	}
+	for _, n := range rep.Approvals {
+		pr := ""
+		if n.PR != 0 {
+			pr = fmt.Sprintf(" (pull request #%d)", n.PR)
+		}
+		fmt.Fprintf(w, "  approval of %s%s: %s: %s\n", n.Name, pr, strings.TrimPrefix(n.Event, "approval."), n.Detail)
+	}
 	if rep.OverLimit > 0 {
 		fmt.Fprintf(w, "  %d more due beyond --limit: the next run takes them\n", rep.OverLimit)
 	}
@@ -73,7 +81,10 @@ func Terminal(w io.Writer, rep *runner.Report, verbose bool, paint Paint) {
 	case rep.Commit != "":
 		fmt.Fprintf(w, "ledger committed %s (not pushed)\n", Short(rep.Commit))
 	}
-	for _, e := range rep.Errors {
+	for _, m := range rep.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", m)
+	}
+	for _, e := range append(rep.Errors, rep.InfraErrors...) {
 		fmt.Fprintf(w, "error: %s\n", e)
 	}
 }
@@ -98,7 +109,10 @@ func reasons(o *runner.Outcome) []string {
 	if o.DeadLettered {
 		why = append(why, "dead-lettered (astra dead-letter list)")
 	}
-	if o.Missed > 0 {
+	switch {
+	case o.Missed > model.MaxMissedCount:
+		why = append(why, fmt.Sprintf("more than %d older missed slots not run (catch-up policy)", model.MaxMissedCount))
+	case o.Missed > 0:
 		why = append(why, fmt.Sprintf("%d older missed slot(s) not run (catch-up policy)", o.Missed))
 	}
 	if o.Chain != "" {

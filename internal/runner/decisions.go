@@ -2,35 +2,156 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"sort"
+	"time"
 
+	"github.com/astra-gitops/astra/internal/approval"
+	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/memory"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/state"
 )
 
-// Decisions a human takes outside a run: each is recorded in the ledger
-// and committed and pushed like a run's events, so every runner sees it.
+// Decisions a human takes outside a run. Each names who takes it (an
+// identity the CLI resolved: GitHub's in CI, a mapped git email locally)
+// and is checked against the policies' permissions for its verb; what is
+// allowed is recorded with who did it, what is not is recorded as
+// action.refused with who, what and why. Both are committed and pushed
+// like a run's events, so every runner sees them.
+
+// refusal is a decision the policies do not allow: its event is recorded
+// before the error is returned.
+type refusal struct {
+	ev  *ledger.Event
+	err error
+}
+
+func (r *refusal) Error() string        { return r.err.Error() }
+func (r *refusal) Unwrap() error        { return r.err }
+func (r *refusal) event() *ledger.Event { return r.ev }
+
+// verbPhrases say a permission's verb in words.
+var verbPhrases = map[string]string{
+	model.VerbDeadLetterRetry: "release the dead letters of",
+	model.VerbMemoryPurge:     "purge the memory of",
+	model.VerbRollback:        "roll back",
+	model.VerbInitForce:       "overwrite the setup of",
+}
+
+// refuse builds the refusal of verb on target by id.
+func refuse(verb, target string, id identity.Identity, why string) *refusal {
+	d, _ := json.Marshal(map[string]string{"identity": id.String(), "source": id.Source, "target": target})
+	who := id.Login
+	if who == "" {
+		who = "unknown"
+	}
+	act := verbPhrases[verb]
+	if act == "" {
+		act = verb
+	}
+	msg := fmt.Sprintf("%s may not %s %s: %s", id, act, target, why)
+	if id.Login == "" {
+		msg = fmt.Sprintf("refusing to %s %s: %s", act, target, why)
+	}
+	return &refusal{
+		ev:  &ledger.Event{Event: ledger.ActionRefused, Status: ledger.StatusRefused, Reason: verb, By: who, Error: why, Detail: d},
+		err: usagef("%s; nothing was done (recorded)", msg),
+	}
+}
+
+// Refuse records that id was not allowed to take verb on target, for a
+// refusal decided before astra could ask the policies (an identity that
+// cannot be established). Nothing is recorded in a dry run.
+func (r *Runner) Refuse(ctx context.Context, verb, target string, id identity.Identity, why string) error {
+	_, err := r.record(ctx, verb, func(*session) ([]*ledger.Event, error) {
+		return nil, refuse(verb, target, id, why)
+	})
+	return err
+}
+
+// permit asks the policies whether id may take verb (on sc, when the verb
+// concerns one schedule); nil means yes.
+func (s *session) permit(ctx context.Context, verb, target string, id identity.Identity, sc *model.Schedule) error {
+	d := s.authorize(ctx, verb, id, sc)
+	if d.Allowed {
+		return nil
+	}
+	return refuse(verb, target, id, d.Reason)
+}
+
+// by is how a decision names its author in the ledger.
+func by(id identity.Identity) string {
+	if !id.Verified {
+		return id.Login + " (unverified)"
+	}
+	return id.Login
+}
+
+// Approve approves sc's open request, or its next due run when none is
+// open, without a pull request: the approval is recorded in the ledger
+// (the authority) and the token file is written for the record. A request
+// that has a pull request is approved by merging it instead.
+func (r *Runner) Approve(ctx context.Context, sc *model.Schedule, id identity.Identity, ttl time.Duration) (*Report, *approval.Token, error) {
+	var tok *approval.Token
+	rep, err := r.record(ctx, "approve", func(s *session) ([]*ledger.Event, error) {
+		if err := s.permit(ctx, model.VerbApprove, sc.Name, id, sc); err != nil {
+			return nil, err
+		}
+		req := s.state().Approvals[sc.ID]
+		if req != nil && req.PR != 0 && req.Status == ledger.StatusPending {
+			return nil, usagef("%s's request is pull request #%d: approve it by merging the pull request", sc.Name, req.PR)
+		}
+		tok = &approval.Token{ScheduleID: sc.ID, ScheduleName: sc.Name, ApprovedBy: id.Login, ApprovedAt: s.now, ExpiresAt: s.now.Add(ttl),
+			PayloadHash: approval.PayloadHash(sc.Payload, nil), Definition: definitionHash(sc)}
+		if req != nil {
+			tok.Slot, tok.IdempotencyKey, tok.PayloadHash = req.Slot, req.Key, req.PayloadHash
+		}
+		tok.Sign(r.opts.Secret)
+		raw := tok.Encode()
+		if !r.opts.DryRun {
+			if _, err := approval.Write(r.opts.Root, tok); err != nil {
+				return nil, err
+			}
+			s.touched = append(s.touched, approval.Path(sc.ID))
+		}
+		ev := &ledger.Event{Event: ledger.ApprovalApproved, ScheduleID: sc.ID, Slot: tok.Slot, IdempotencyKey: tok.IdempotencyKey,
+			Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: ledger.StatusApproved,
+			By: by(id), ExpiresAt: tok.ExpiresAt, PayloadHash: tok.PayloadHash, Mode: ledger.ModeScheduled,
+			Detail: detail(state.ApprovalDetail{Token: approval.Hash(raw), Definition: tok.Definition})}
+		if req != nil {
+			ev.TraceID, ev.Mode = req.TraceID, req.Mode
+		}
+		return []*ledger.Event{ev}, nil
+	})
+	return rep, tok, err
+}
 
 // Reject records the rejection of sc's open approval request (the slot
 // never runs) and removes its token file, if any.
-func (r *Runner) Reject(ctx context.Context, sc *model.Schedule, by, reason string) (*Report, error) {
+func (r *Runner) Reject(ctx context.Context, sc *model.Schedule, id identity.Identity, reason string) (*Report, error) {
 	return r.record(ctx, "reject", func(s *session) ([]*ledger.Event, error) {
+		if err := s.permit(ctx, model.VerbReject, sc.Name, id, sc); err != nil {
+			return nil, err
+		}
 		req := s.state().Approvals[sc.ID]
 		if req == nil {
 			return nil, usagef("%s has no pending approval request", sc.Name)
 		}
 		s.dropToken(sc.ID)
-		return []*ledger.Event{{Event: ledger.ApprovalRejected, ScheduleID: sc.ID, Slot: req.Slot, IdempotencyKey: req.Key,
-			Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: ledger.StatusRejected, By: by,
-			PR: req.PR, Error: reason, TraceID: req.TraceID, Mode: req.Mode}}, nil
+		ev := s.approvalEvent(ledger.ApprovalRejected, ledger.StatusRejected, sc, req)
+		ev.By, ev.PR, ev.Error = by(id), req.PR, reason
+		return []*ledger.Event{ev}, nil
 	})
 }
 
 // ReleaseDeadLetters releases the dead letters of a schedule (by id) or
 // one of them (by idempotency key): the next run-due retries them. It
 // returns the keys released.
-func (r *Runner) ReleaseDeadLetters(ctx context.Context, ref, by string) (*Report, []string, error) {
+func (r *Runner) ReleaseDeadLetters(ctx context.Context, ref string, id identity.Identity) (*Report, []string, error) {
 	var released []string
 	rep, err := r.record(ctx, "dead-letter retry", func(s *session) ([]*ledger.Event, error) {
 		var evs []*ledger.Event
@@ -38,9 +159,13 @@ func (r *Runner) ReleaseDeadLetters(ctx context.Context, ref, by string) (*Repor
 			if key != ref && d.ScheduleID != ref {
 				continue
 			}
+			sc := r.cfg.Schedule(d.ScheduleID)
+			if err := s.permit(ctx, model.VerbDeadLetterRetry, key, id, sc); err != nil {
+				return nil, err
+			}
 			ev := &ledger.Event{Event: ledger.DeadLetterReleased, ScheduleID: d.ScheduleID, Slot: d.Slot, IdempotencyKey: key,
-				Status: ledger.StatusReleased, TraceID: d.TraceID, Mode: d.Mode, By: by}
-			if sc := r.cfg.Schedule(d.ScheduleID); sc != nil {
+				Status: ledger.StatusReleased, TraceID: d.TraceID, Mode: d.Mode, By: by(id)}
+			if sc != nil {
 				ev.Actor, ev.Tenant, ev.Tool, ev.Tier = sc.Actor, sc.Tenant, sc.TargetTool, int(sc.SafetyTier)
 			}
 			evs = append(evs, ev)
@@ -58,29 +183,35 @@ func (r *Runner) ReleaseDeadLetters(ctx context.Context, ref, by string) (*Repor
 
 // Resume lifts the global-budget pause for the rest of its period and
 // returns that period ("day" or "month").
-func (r *Runner) Resume(ctx context.Context, by string) (*Report, string, error) {
+func (r *Runner) Resume(ctx context.Context, id identity.Identity) (*Report, string, error) {
 	var period string
 	rep, err := r.record(ctx, "budget resume", func(s *session) ([]*ledger.Event, error) {
+		if err := s.permit(ctx, model.VerbResume, "the global budget", id, nil); err != nil {
+			return nil, err
+		}
 		st := s.state()
 		if st.Pause == nil {
 			return nil, usagef("the global budget is not paused")
 		}
 		period = st.Pause.Period
-		return []*ledger.Event{{Event: ledger.BudgetResumed, Status: ledger.StatusResumed, Period: period, By: by, SpentUSD: st.Spend.DayUSD}}, nil
+		return []*ledger.Event{{Event: ledger.BudgetResumed, Status: ledger.StatusResumed, Period: period, By: by(id), SpentUSD: st.Spend.DayUSD}}, nil
 	})
 	return rep, period, err
 }
 
 // PurgeMemory quarantines the memory written by a schedule or a run
 // (n entries, as counted by the caller from memory.Select).
-func (r *Runner) PurgeMemory(ctx context.Context, task, by string, n int) (*Report, error) {
-	return r.record(ctx, "memory purge", func(*session) ([]*ledger.Event, error) {
-		return []*ledger.Event{memory.Purged(task, by, n)}, nil
+func (r *Runner) PurgeMemory(ctx context.Context, task string, id identity.Identity, n int) (*Report, error) {
+	return r.record(ctx, "memory purge", func(s *session) ([]*ledger.Event, error) {
+		if err := s.permit(ctx, model.VerbMemoryPurge, task, id, r.cfg.Schedule(task)); err != nil {
+			return nil, err
+		}
+		return []*ledger.Event{memory.Purged(task, by(id), n)}, nil
 	})
 }
 
 // RefuseTrigger records a trigger that was refused before anything ran
-// (a missing or wrong signature).
+// (a missing, wrong or replayed signature).
 func (r *Runner) RefuseTrigger(ctx context.Context, event, reason, why string) (*Report, error) {
 	return r.record(ctx, "trigger", func(*session) ([]*ledger.Event, error) {
 		return []*ledger.Event{{Event: ledger.TriggerRefused, Status: ledger.StatusRefused, Reason: reason, Error: why + " (event " + event + ")"}}, nil
@@ -88,13 +219,27 @@ func (r *Runner) RefuseTrigger(ctx context.Context, event, reason, why string) (
 }
 
 // record appends the events build returns (it sees the replayed state to
-// check the request against), then commits and pushes them like a run.
+// check the request against), then commits and pushes them like a run. A
+// refusal's event is recorded too, and its error returned.
 func (r *Runner) record(ctx context.Context, command string, build func(s *session) ([]*ledger.Event, error)) (*Report, error) {
 	s, err := r.open(command)
 	if err != nil {
 		return nil, err
 	}
 	evs, err := build(s)
+	var ref *refusal
+	if errors.As(err, &ref) {
+		if r.opts.DryRun {
+			return s.report, err
+		}
+		if rerr := s.record(ref.event()); rerr != nil {
+			return nil, kinded(fmt.Errorf("%w (and recording the refusal failed: %w)", err, rerr))
+		}
+		if ferr := s.finish(ctx); ferr != nil {
+			return s.report, kinded(fmt.Errorf("%w (and pushing the refusal failed: %w)", err, ferr))
+		}
+		return s.report, err
+	}
 	if err != nil {
 		return nil, kinded(err)
 	}

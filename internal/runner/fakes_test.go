@@ -17,6 +17,7 @@ import (
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/forge"
 	"github.com/astra-gitops/astra/internal/gitops"
+	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
 )
@@ -201,10 +202,12 @@ type fakeForge struct {
 	prErr       map[int]error
 	closeErr    error
 	approverErr error
+	fileErr     error
+	merged      map[string][]byte // token bytes at each merge commit
 }
 
 func newForge() *fakeForge {
-	return &fakeForge{prs: map[int]*forge.PR{}, tokens: map[int][]byte{}, prErr: map[int]error{}, approvers: map[string]bool{}}
+	return &fakeForge{prs: map[int]*forge.PR{}, tokens: map[int][]byte{}, prErr: map[int]error{}, approvers: map[string]bool{}, merged: map[string][]byte{}}
 }
 
 func (f *fakeForge) EnsureApprovalPR(ctx context.Context, req forge.ApprovalRequest) (forge.PR, bool, error) {
@@ -247,6 +250,9 @@ func (f *fakeForge) ClosePullRequest(ctx context.Context, number int, comment st
 		return f.closeErr
 	}
 	pr := f.prs[number]
+	if pr == nil {
+		return fmt.Errorf("close pull request #%d: %w", number, forge.ErrNotFound)
+	}
 	if pr.Merged {
 		return fmt.Errorf("close pull request #%d: %w", number, forge.ErrMerged)
 	}
@@ -264,6 +270,19 @@ func (f *fakeForge) IsApprover(ctx context.Context, login string, allowed []stri
 	return f.approvers[login], nil
 }
 
+func (f *fakeForge) FileAt(ctx context.Context, ref, path string) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fileErr != nil {
+		return nil, f.fileErr
+	}
+	b, ok := f.merged[ref]
+	if !ok {
+		return nil, fmt.Errorf("read %s at %s: %w", path, ref, forge.ErrNotFound)
+	}
+	return b, nil
+}
+
 // merge is a human merging PR n: the token lands in the clone at dir.
 func (f *fakeForge) merge(t *testing.T, n int, by, dir, scheduleID string) {
 	t.Helper()
@@ -271,6 +290,8 @@ func (f *fakeForge) merge(t *testing.T, n int, by, dir, scheduleID string) {
 	defer f.mu.Unlock()
 	pr := f.prs[n]
 	pr.State, pr.Merged, pr.MergedBy = "closed", true, by
+	pr.MergeCommitSHA = fmt.Sprintf("merge-%d", n)
+	f.merged[pr.MergeCommitSHA] = f.tokens[n]
 	p := filepath.Join(dir, filepath.FromSlash("var/approvals/pending/"+scheduleID+".token"))
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)
@@ -323,6 +344,7 @@ type env struct {
 	forge  *fakeForge
 	exec   *fakeExec
 	sleeps []time.Duration
+	secret []byte // ASTRA_APPROVAL_SECRET
 }
 
 const testPolicies = `tools:
@@ -330,8 +352,10 @@ const testPolicies = `tools:
   ship: {kind: exec, command: [./t.sh], tier: external}
 actors:
   - {actor: astra, scopes: ["*"], autonomy: L3}
-approvers:
+roles:
   founder: [octocat]
+permissions:
+  approve: [founder]
 task_policies:
   - {task_type: ship, auto_execute: false, approver_role: founder}
 `
@@ -375,7 +399,7 @@ func (e *env) clone() *env {
 			e.t.Fatal(err)
 		}
 	}
-	c := &env{t: e.t, dir: dir, cfg: e.cfg, remote: e.remote, git: newGit(dir, e.remote), forge: e.forge, exec: e.exec}
+	c := &env{t: e.t, dir: dir, cfg: e.cfg, remote: e.remote, git: newGit(dir, e.remote), forge: e.forge, exec: e.exec, secret: e.secret}
 	if err := c.git.Materialize("var/"); err != nil {
 		e.t.Fatal(err)
 	}
@@ -389,7 +413,7 @@ func (e *env) runner(now string, mods ...func(*Options)) *Runner {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	opts := Options{Root: e.dir, Clock: func() time.Time { return at }, RunnerID: "test",
+	opts := Options{Root: e.dir, Clock: func() time.Time { return at }, RunnerID: "test", Secret: e.secret,
 		Sleep: func(_ context.Context, d time.Duration) error { e.sleeps = append(e.sleeps, d); return nil }}
 	for _, m := range mods {
 		m(&opts)
@@ -452,4 +476,9 @@ func outcome(t *testing.T, rep *Report, id string) *Outcome {
 	}
 	t.Fatalf("no outcome for %s in %+v", id, rep.Outcomes)
 	return nil
+}
+
+// ownerIdentity is octocat, verified: the founder of the test policies.
+func ownerIdentity() identity.Identity {
+	return identity.Identity{Login: "octocat", Source: identity.SourceGitConfig, Verified: true}
 }

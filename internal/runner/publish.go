@@ -45,7 +45,7 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	}
 	paths := s.j.Files()
 	if !s.r.opts.StateBranch {
-		paths = append(paths, s.removed...)
+		paths = append(paths, s.touched...)
 	}
 	if len(paths) == 0 {
 		return nil

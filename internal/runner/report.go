@@ -60,7 +60,21 @@ type Report struct {
 	Spilled   string           `json:"spilled,omitempty"` // ref holding events that could not be pushed
 	Merged    int              `json:"merged_from_spills,omitempty"`
 	Repaired  *ledger.Repaired `json:"repaired,omitempty"`
+	Approvals []*ApprovalNote  `json:"approvals,omitempty"` // what became of approval requests this run
+	Warnings  []string         `json:"warnings,omitempty"`
 	Errors    []string         `json:"errors,omitempty"`
+	// InfraErrors are git or GitHub failures the run outlived (an approval
+	// that could not be checked): everything else ran, and the run exits 3.
+	InfraErrors []string `json:"infra_errors,omitempty"`
+}
+
+// ApprovalNote says what became of one approval request in a run.
+type ApprovalNote struct {
+	ScheduleID string `json:"schedule_id"`
+	Name       string `json:"name"`
+	Event      string `json:"event"` // approval.approved, approval.refused, ...
+	PR         int    `json:"pr,omitempty"`
+	Detail     string `json:"detail"`
 }
 
 // Count returns how many outcomes have the action.

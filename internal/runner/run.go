@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/gate"
+	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
@@ -24,11 +26,11 @@ type task struct {
 	mode      string
 	attempt   int
 	traceID   string
-	grant     *grant // approval used by this run
-	previous  string // chain context: the previous step's output
-	eventData string // triggering event payload, JSON
-	depth     int    // chain depth, 0 for a top-level run
-	toolCalls int64  // tool calls spent by earlier steps of the chain
+	grant     *state.Approval // the approval this run consumes
+	previous  string          // chain context: the previous step's output
+	eventData string          // triggering event payload, JSON
+	depth     int             // chain depth, 0 for a top-level run
+	toolCalls int64           // tool calls spent by earlier steps of the chain
 	draft     *executor.Result
 	outcome   *Outcome
 }
@@ -55,8 +57,12 @@ func (r *Runner) RunDue(ctx context.Context) (*Report, error) {
 }
 
 // Manual is `astra run <schedule>`: one run outside the schedule, through
-// every gate. key is the idempotency key (default: one per minute).
-func (r *Runner) Manual(ctx context.Context, sc *model.Schedule, key string) (*Report, error) {
+// every gate, by someone the policies allow to run it. key is the
+// idempotency key (default: one per minute).
+func (r *Runner) Manual(ctx context.Context, sc *model.Schedule, key string, id identity.Identity) (*Report, error) {
+	if err := r.Permit(ctx, model.VerbRun, sc.Name, id, sc); err != nil {
+		return nil, err
+	}
 	return r.run(ctx, "run", func(s *session) ([]*task, error) {
 		if key == "" {
 			key = sc.ID + "@manual:" + s.now.Truncate(time.Minute).Format(ledger.TimeLayout)
@@ -71,7 +77,25 @@ func (r *Runner) Manual(ctx context.Context, sc *model.Schedule, key string) (*R
 // its ledger (bounded).
 func (r *Runner) run(ctx context.Context, command string, decide func(*session) ([]*task, error)) (*Report, error) {
 	rep, err := r.rounds(ctx, command, decide)
+	if err == nil && rep != nil && len(rep.InfraErrors) > 0 {
+		err = infraf("%d git or GitHub failure(s) this run outlived (recorded; everything else ran): %s",
+			len(rep.InfraErrors), strings.Join(rep.InfraErrors, "; "))
+	}
+	if rep != nil && r.opts.CI && len(r.opts.Secret) == 0 && r.forge != nil && r.approvalsPossible() {
+		rep.Warnings = append(rep.Warnings, "ASTRA_APPROVAL_SECRET is not set, so approval tokens are not signed: the ledger still binds each "+
+			"approval to its pull request, but set the secret for a second layer (`openssl rand -hex 32 | gh secret set ASTRA_APPROVAL_SECRET`)")
+	}
 	return rep, kinded(err)
+}
+
+// approvalsPossible reports whether any schedule can need an approval.
+func (r *Runner) approvalsPossible() bool {
+	for _, sc := range r.cfg.Schedules {
+		if tool := r.cfg.Policies.Tools[sc.TargetTool]; tool != nil && len(r.cfg.Policies.ApprovalReasons(sc, tool)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Runner) rounds(ctx context.Context, command string, decide func(*session) ([]*task, error)) (*Report, error) {
@@ -171,9 +195,11 @@ func (s *session) decideDue(ctx context.Context) ([]*task, error) {
 		t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, c.Attempt, trace)
 		t.outcome.Missed = c.Missed
 		if c.Kind == plan.KindApproved {
-			t.grant = s.grants[c.Schedule.ID]
-			if a := s.state().Approvals[c.Schedule.ID]; a != nil && a.TraceID != "" {
-				t.traceID, t.outcome.TraceID = a.TraceID, a.TraceID
+			if a := s.state().Approvals[c.Schedule.ID]; a != nil {
+				if a.TraceID != "" {
+					t.traceID, t.outcome.TraceID = a.TraceID, a.TraceID
+				}
+				t.eventData = string(a.Event) // what was approved is what runs
 			}
 		}
 		ok, err := s.gate(ctx, t)
@@ -225,30 +251,34 @@ func (s *session) gate(ctx context.Context, t *task) (bool, error) {
 	case gate.Skip:
 		return false, s.skip(t, d.Reason, d.Detail)
 	case gate.NeedApproval:
-		switch {
-		case t.kind == plan.KindRetry:
-			// The approval covered the slot; its retries need no new one.
-		case t.grant != nil && t.grant.key == t.key:
-		case s.grants[t.sched.ID] != nil && s.grants[t.sched.ID].key == "":
-			t.grant = s.grants[t.sched.ID]
-			g := t.grant
-			ev := t.event(ledger.ApprovalApproved, ledger.StatusApproved)
-			ev.By, ev.PR, ev.ExpiresAt, ev.Detail = g.by, g.pr, g.expires, tokenDetail(g.tokenID)
-			if err := s.record(ev); err != nil {
-				return false, err
-			}
-		default:
-			if a := s.state().Approvals[t.sched.ID]; a != nil {
-				t.outcome.PR = a.PR
-				detail := fmt.Sprintf("an approval request for %s is open", a.Slot.UTC().Format(time.RFC3339))
-				if a.PR != 0 {
-					detail = fmt.Sprintf("waiting for pull request #%d (request for %s)", a.PR, a.Slot.UTC().Format(time.RFC3339))
-				}
-				return false, s.skip(t, ledger.ReasonApprovalPending, detail)
-			}
-			t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionAwaitingApproval, ledger.ReasonApprovalPending, d.Detail
-			return false, s.requestApproval(ctx, t, d)
+		if t.kind == plan.KindRetry {
+			break // the approval covered the slot; its retries need no new one
 		}
+		if a := s.grantFor(t); a != nil {
+			if a.Definition != "" && a.Definition != definitionHash(t.sched) {
+				return false, s.refuseRequest(t.sched, a, "the schedule's definition changed after it was approved: what was approved is not what would run; the next slot asks again")
+			}
+			if a.Key == "" { // an approval of the next due run: bind it to this slot
+				ev := t.event(ledger.ApprovalApproved, ledger.StatusApproved)
+				ev.By, ev.PR, ev.ExpiresAt, ev.PayloadHash = a.By, a.PR, a.ExpiresAt, a.PayloadHash
+				ev.Detail = detail(state.ApprovalDetail{Token: a.Token, Definition: a.Definition})
+				if err := s.record(ev); err != nil {
+					return false, err
+				}
+				a = s.state().Approvals[t.sched.ID]
+			}
+			t.grant = a
+			break
+		}
+		if a := s.state().Approvals[t.sched.ID]; a != nil {
+			t.outcome.PR = a.PR
+			detail := fmt.Sprintf("an approval request for %s is open", a.Slot.UTC().Format(time.RFC3339))
+			if a.PR != 0 {
+				detail = fmt.Sprintf("waiting for pull request #%d (request for %s)", a.PR, a.Slot.UTC().Format(time.RFC3339))
+			}
+			return false, s.skip(t, ledger.ReasonApprovalPending, detail)
+		}
+		return false, s.requestApproval(ctx, t, d)
 	}
 	return true, s.claim(t)
 }
@@ -263,7 +293,8 @@ func (s *session) claim(t *task) error {
 		// Consumed as the run starts: one approval is one run, even if this
 		// runner dies before it finishes.
 		c := t.event(ledger.ApprovalConsumed, ledger.StatusConsumed)
-		c.By, c.PR, c.ExpiresAt, c.Detail = g.by, g.pr, g.expires, tokenDetail(g.tokenID)
+		c.By, c.PR, c.ExpiresAt = g.By, g.PR, g.ExpiresAt
+		c.Detail = detail(state.ApprovalDetail{Token: g.Token})
 		evs = append(evs, c)
 		s.dropToken(t.sched.ID)
 	}

@@ -61,6 +61,9 @@ type Options struct {
 	Redact      *redact.Redactor
 	// Notify comments on a GitHub issue, deduplicated by key (nil without GitHub).
 	Notify func(ctx context.Context, issue int, body, key string) error
+	// CI: running in GitHub Actions, where nothing can be approved without
+	// a pull request and a missing approval secret deserves a warning.
+	CI bool
 	// Sleep waits between rounds of a claim race; tests replace it so no
 	// test waits on the wall clock. Default: a timer that ctx cancels.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -118,9 +121,8 @@ type session struct {
 	j       *state.Journal
 	mu      sync.Mutex // guards j and report while tasks run in parallel
 	report  *Report
-	pushed  int // recorded events already pushed (claims)
-	grants  map[string]*grant
-	removed []string // token files deleted by this run
+	pushed  int      // recorded events already pushed (claims)
+	touched []string // files other than the journal's this run changed (token files)
 	spills  []string // spill refs merged by this run
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/gitops"
+	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
 )
@@ -226,11 +227,11 @@ func TestErrorsHaveKinds(t *testing.T) {
 		t.Fatalf("commit failure: %v", err)
 	}
 	e.git.commitErr = nil
-	_, err = e.runner("2026-11-22T08:00:00Z").Rollback(context.Background(), "nope", "octocat")
+	_, err = e.runner("2026-11-22T08:00:00Z").Rollback(context.Background(), "nope", identity.PullRequestIdentity("octocat"), false)
 	if !errors.Is(err, ErrUsage) {
 		t.Fatalf("unknown run: %v", err)
 	}
-	_, err = e.runner("2026-11-22T08:00:00Z").Trigger(context.Background(), "nothing.listens", nil, "")
+	_, err = e.runner("2026-11-22T08:00:00Z").Trigger(context.Background(), TriggerRequest{Event: "nothing.listens"})
 	if !errors.Is(err, ErrUsage) {
 		t.Fatalf("unknown event: %v", err)
 	}

@@ -4,41 +4,77 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"slices"
+	"encoding/json"
+	"fmt"
 	"strings"
+	"time"
 
-	"github.com/astra-gitops/astra/internal/executor"
-	"github.com/astra-gitops/astra/internal/gate"
-	"github.com/astra-gitops/astra/internal/introspect"
+	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 )
 
+// TriggerRequest is one `astra trigger`.
+type TriggerRequest struct {
+	Event   string
+	Payload []byte // the event's JSON, handed to tools as ASTRA_EVENT
+	Key     string // idempotency key; default a hash of event and payload
+	By      identity.Identity
+	// Signature is the id of the timestamped signature that authenticated
+	// the request ("" when none): seen once, a replay of it inside its
+	// tolerance window is refused.
+	Signature        string
+	SignatureExpires time.Time
+}
+
 // Trigger is `astra trigger <event>`: every schedule with on_event: event
-// runs now, through every gate (seed 002 event triggers). payload is the
-// event's JSON, handed to tools as ASTRA_EVENT. The idempotency key
-// defaults to a hash of event and payload, so a relayed event delivered
-// twice runs once.
-func (r *Runner) Trigger(ctx context.Context, event string, payload []byte, key string) (*Report, error) {
+// runs now, through every gate. A relayed event delivered twice runs once
+// (same key). A caller authenticated by a JWT acts within its mapped
+// actor's scopes: a schedule whose tool they do not grant is skipped.
+func (r *Runner) Trigger(ctx context.Context, req TriggerRequest) (*Report, error) {
+	key := req.Key
 	if key == "" {
-		sum := sha256.Sum256(append([]byte(event+"\x00"), payload...))
+		sum := sha256.Sum256(append([]byte(req.Event+"\x00"), req.Payload...))
 		key = hex.EncodeToString(sum[:8])
 	}
 	var scheds []*model.Schedule
 	for _, sc := range r.cfg.Schedules {
-		if sc.OnEvent == event && sc.Enabled && r.opts.Filter.Match(sc) {
+		if sc.OnEvent == req.Event && sc.Enabled && r.opts.Filter.Match(sc) {
 			scheds = append(scheds, sc)
 		}
 	}
 	if len(scheds) == 0 {
-		return nil, usagef("no enabled schedule has on_event: %s", event)
+		return nil, usagef("no enabled schedule has on_event: %s", req.Event)
+	}
+	if err := r.Permit(ctx, model.VerbTrigger, req.Event, req.By, nil); err != nil {
+		return nil, err
 	}
 	return r.run(ctx, "trigger", func(s *session) ([]*task, error) {
+		if req.Signature != "" {
+			if exp, seen := s.state().Signatures[req.Signature]; seen && s.now.Before(exp) {
+				why := "this signature was already used: a replayed request is refused"
+				if err := s.record(&ledger.Event{Event: ledger.TriggerRefused, Status: ledger.StatusRefused, Reason: "replay", Error: why + " (event " + req.Event + ")"}); err != nil {
+					return nil, err
+				}
+				return nil, usagef("trigger %s refused: %s; nothing ran (recorded)", req.Event, why)
+			}
+		}
+		d, _ := json.Marshal(map[string]any{"key": key, "signature": req.Signature, "identity": req.By.String()})
+		if err := s.record(&ledger.Event{Event: ledger.TriggerAccepted, Status: ledger.StatusOK, Reason: req.Event, By: by(req.By),
+			ExpiresAt: req.SignatureExpires, Detail: d}); err != nil {
+			return nil, err
+		}
 		var tasks []*task
 		for _, sc := range scheds {
-			t := s.newTask(plan.KindEvent, sc, s.now, sc.ID+"@event:"+event+":"+key, ledger.ModeEvent, 1, "")
-			t.eventData = string(payload)
+			t := s.newTask(plan.KindEvent, sc, s.now, sc.ID+"@event:"+req.Event+":"+key, ledger.ModeEvent, 1, "")
+			t.eventData = string(req.Payload)
+			if miss := s.callerScopes(req.By, t.tool); miss != "" {
+				if err := s.skip(t, ledger.ReasonScopeDenied, miss); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			more, err := s.decideOne(ctx, t)
 			if err != nil {
 				return nil, err
@@ -49,80 +85,30 @@ func (r *Runner) Trigger(ctx context.Context, event string, payload []byte, key 
 	})
 }
 
-// Rollback is `astra rollback <run>` (seed 003 compensating actions): the
-// tool's rollback command runs for a completed run, through the same gates
-// (its tier is the schedule's, at least the tool's). The person running it
-// is the approval; the CLI checks them against the approver role. It
-// records rollback.completed or rollback.failed.
-func (r *Runner) Rollback(ctx context.Context, run, by string) (*Report, error) {
-	rep, err := r.rollback(ctx, run, by)
-	return rep, kinded(err)
+// callerScopes says what a JWT caller's actor lacks to trigger tool, ""
+// when it may (or the caller is a person, whom permissions already
+// allowed).
+func (s *session) callerScopes(id identity.Identity, tool *model.Tool) string {
+	if id.Source != identity.SourceJWT || tool == nil {
+		return ""
+	}
+	a := s.r.cfg.Policies.Actor(id.Actor)
+	if a == nil {
+		return fmt.Sprintf("the caller's actor %q is not defined in policies", id.Actor)
+	}
+	if miss := model.Missing(a.Scopes, tool.Capabilities); len(miss) > 0 {
+		return fmt.Sprintf("the caller (%s, actor %s) lacks scope for %s", id, id.Actor, strings.Join(miss, ", "))
+	}
+	return ""
 }
 
-func (r *Runner) rollback(ctx context.Context, run, by string) (*Report, error) {
-	s, err := r.open("rollback")
-	if err != nil {
-		return nil, err
+// Permit asks the policies whether id may take verb (on sc, when the verb
+// concerns one schedule); a refusal is recorded (outside dry runs) and
+// returned.
+func (r *Runner) Permit(ctx context.Context, verb, target string, id identity.Identity, sc *model.Schedule) error {
+	d := r.authorize(ctx, verb, id, sc)
+	if d.Allowed {
+		return nil
 	}
-	found, err := introspect.Tasks(ledger.Open(r.opts.Root, r.opts.SegmentSize), s.now, introspect.Query{Status: "completed", Since: s.now.AddDate(0, -2, 0)})
-	if err != nil {
-		return nil, err
-	}
-	var target *introspect.Task
-	for i := range found {
-		if found[i].RunID == run || found[i].Key == run {
-			target = &found[i]
-			break // newest first
-		}
-	}
-	if target == nil {
-		return nil, usagef("no completed run %q in the last two months (see `astra tasks list --status completed`)", run)
-	}
-	sc := r.cfg.Schedule(target.ScheduleID)
-	if sc == nil {
-		return nil, usagef("schedule %s of run %s is no longer configured", target.ScheduleID, run)
-	}
-	if role := approverRole(r.cfg, sc); role != "" && !slices.Contains(r.cfg.Policies.Approvers[role], by) {
-		return nil, usagef("%s may not roll back %s: task policy requires role %s (%s)", by, sc.Name, role, strings.Join(r.cfg.Policies.Approvers[role], ", "))
-	}
-	tool := r.cfg.Policies.Tools[sc.TargetTool]
-	if tool == nil || len(tool.Rollback) == 0 {
-		return nil, usagef("tool %s has no rollback command: undo %s by hand (rollback is best-effort)", sc.TargetTool, target.RunID)
-	}
-	comp := *tool
-	comp.Kind, comp.Command, comp.DryRunSupported = model.KindExec, tool.Rollback, false
-	t := s.newTask(plan.KindManual, sc, target.Slot, target.Key+"#rollback", ledger.ModeManual, 1, target.TraceID)
-	t.tool = &comp
-	t.outcome.Kind = "rollback"
-	d := gate.Check(gate.Input{Schedule: sc, Policies: &r.cfg.Policies, State: s.state(), Now: s.now})
-	if d.Action == gate.Skip {
-		ev := t.event(ledger.RollbackFailed, ledger.StatusSkipped)
-		ev.Reason, ev.Error, ev.By = d.Reason, d.Detail, by
-		t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionSkipped, d.Reason, d.Detail
-		if err := s.j.Record(ev); err != nil {
-			return nil, err
-		}
-		return s.report, s.finish(ctx)
-	}
-	var res executor.Result
-	if r.opts.DryRun {
-		res = r.dryRun(ctx, t)
-		t.outcome.setResult(res, r.tail)
-		t.outcome.Action = ActionWouldRun
-		return s.report, nil
-	}
-	res = r.exec.Run(ctx, r.request(t))
-	t.outcome.setResult(res, r.tail)
-	kind, action := ledger.RollbackCompleted, ActionRan
-	if res.Status != executor.StatusOK {
-		kind, action = ledger.RollbackFailed, ActionFailed
-	}
-	ev := t.event(kind, res.Status)
-	ev.Reason, ev.Error, ev.Usage, ev.Output, ev.By = res.Reason, res.Error, res.Usage, r.tail(res.Output), by
-	t.outcome.Action = action
-	if err := s.j.Record(ev); err != nil {
-		return nil, err
-	}
-	s.checkGlobalBudget()
-	return s.report, s.finish(ctx)
+	return r.Refuse(ctx, verb, target, id, d.Reason)
 }

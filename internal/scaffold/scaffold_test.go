@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/astra-gitops/astra/internal/config"
 )
 
@@ -155,6 +157,67 @@ func TestInitPinsAction(t *testing.T) {
 			}
 			if !strings.Contains(string(data), "uses: "+tc.want) || strings.Contains(string(data), versionPlaceholder) {
 				t.Errorf("%s with ActionVersion %q does not pin %s:\n%s", wf, tc.opt, tc.want, data)
+			}
+		}
+	}
+}
+
+// TestValidateWorkflowSafeOnPullRequests: the validate workflows (the one
+// init writes and this repository's own) run on pull_request only, never
+// pull_request_target, with read-only permissions, no secrets and no
+// persisted token, on the default checkout (the PR's merge commit).
+func TestValidateWorkflowSafeOnPullRequests(t *testing.T) {
+	root := t.TempDir()
+	if _, err := Init(root, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{filepath.Join(root, ".github/workflows/astra-validate.yml"), "../../.github/workflows/validate.yml"} {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wf struct {
+			On          map[string]any    `yaml:"on"`
+			Permissions map[string]string `yaml:"permissions"`
+			Jobs        map[string]struct {
+				Permissions any `yaml:"permissions"`
+				Steps       []struct {
+					Uses string         `yaml:"uses"`
+					With map[string]any `yaml:"with"`
+				} `yaml:"steps"`
+			} `yaml:"jobs"`
+		}
+		if err := yaml.Unmarshal(raw, &wf); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if _, ok := wf.On["pull_request"]; !ok || len(wf.On) != 1 {
+			t.Errorf("%s: triggers %v, want pull_request only", file, wf.On)
+		}
+		if len(wf.Permissions) != 1 || wf.Permissions["contents"] != "read" {
+			t.Errorf("%s: permissions %v, want contents: read only", file, wf.Permissions)
+		}
+		var code []string // the comments explain why; only the rest counts
+		for _, line := range strings.Split(string(raw), "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+				code = append(code, line)
+			}
+		}
+		for _, bad := range []string{"pull_request_target", "secrets.", "github.token", "GITHUB_TOKEN"} {
+			if strings.Contains(strings.Join(code, "\n"), bad) {
+				t.Errorf("%s mentions %s", file, bad)
+			}
+		}
+		for name, job := range wf.Jobs {
+			if job.Permissions != nil {
+				t.Errorf("%s: job %s sets its own permissions", file, name)
+			}
+			for _, s := range job.Steps {
+				if !strings.HasPrefix(s.Uses, "actions/checkout@") {
+					continue
+				}
+				if s.With["persist-credentials"] != false || s.With["ref"] != nil || s.With["repository"] != nil {
+					t.Errorf("%s: checkout %v: want persist-credentials: false and the default ref", file, s.With)
+				}
 			}
 		}
 	}

@@ -92,7 +92,8 @@ type Journal struct {
 func NewJournal(store *ledger.Store, st *State, tail ledger.Tail, clock func() time.Time, dry bool) *Journal {
 	approvals := func(k ledger.Kind) bool {
 		switch k {
-		case ledger.ApprovalApproved, ledger.ApprovalConsumed, ledger.ApprovalRejected, ledger.ApprovalExpired, ledger.ApprovalRefused:
+		case ledger.ApprovalRequested, ledger.ApprovalApproved, ledger.ApprovalConsumed, ledger.ApprovalRejected, ledger.ApprovalExpired,
+			ledger.ApprovalRefused, ledger.ApprovalIgnored:
 			return true
 		}
 		return false

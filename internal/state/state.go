@@ -67,9 +67,11 @@ type snapshot struct {
 	Done        map[string]time.Time   `json:"done"`         // completed manual/event keys
 	DeadLetters map[string]*DeadLetter `json:"dead_letters"` // by idempotency key
 	Approvals   map[string]*Approval   `json:"approvals"`    // open request, by schedule id
-	Consumed    map[string]time.Time   `json:"consumed"`     // approval token id -> its expiry
-	Refused     map[string]time.Time   `json:"refused"`      // approval token id -> its expiry
+	Consumed    map[string]time.Time   `json:"consumed"`     // hash of a used approval token -> its expiry
+	Reported    map[string]time.Time   `json:"reported"`     // "<kind>:<token hash>" of token notes recorded -> their expiry
 	Known       map[string]string      `json:"known"`        // schedule id -> definition hash
+	Signatures  map[string]time.Time   `json:"signatures"`   // trigger signature id -> when it stops being accepted
+	RolledBack  map[string]time.Time   `json:"rolled_back"`  // run id -> when its rollback completed
 	ActorRuns   map[string][]time.Time `json:"actor_runs"`   // run starts within RateWindow
 }
 
@@ -116,16 +118,20 @@ type DeadLetter struct {
 
 // Approval is the open approval request of a schedule (one per schedule).
 type Approval struct {
-	Key         string    `json:"key"`
-	Slot        time.Time `json:"slot"`
-	Status      string    `json:"status"` // pending | approved
-	PR          int       `json:"pr,omitempty"`
-	PayloadHash string    `json:"payload_hash,omitempty"`
-	RequestedAt time.Time `json:"requested_at"`
-	ExpiresAt   time.Time `json:"expires_at"`
-	By          string    `json:"by,omitempty"`
-	TraceID     string    `json:"trace_id,omitempty"`
-	Mode        string    `json:"mode,omitempty"` // of the run waiting for it
+	Key         string          `json:"key"` // "" approves the schedule's next due run
+	Slot        time.Time       `json:"slot"`
+	Status      string          `json:"status"` // pending | approved
+	PR          int             `json:"pr,omitempty"`
+	Branch      string          `json:"branch,omitempty"`
+	Token       string          `json:"token,omitempty"`      // hash of the token bytes astra wrote (or recorded)
+	Definition  string          `json:"definition,omitempty"` // the schedule's definition hash when requested
+	Event       json.RawMessage `json:"event,omitempty"`      // the triggering event, as approved
+	PayloadHash string          `json:"payload_hash,omitempty"`
+	RequestedAt time.Time       `json:"requested_at"`
+	ExpiresAt   time.Time       `json:"expires_at"`
+	By          string          `json:"by,omitempty"`
+	TraceID     string          `json:"trace_id,omitempty"`
+	Mode        string          `json:"mode,omitempty"` // of the run waiting for it
 }
 
 // Spend is what runs cost in the current UTC day and month (seed 002).
@@ -154,7 +160,9 @@ func emptySnapshot() snapshot {
 		DeadLetters: map[string]*DeadLetter{},
 		Approvals:   map[string]*Approval{},
 		Consumed:    map[string]time.Time{},
-		Refused:     map[string]time.Time{},
+		Reported:    map[string]time.Time{},
+		Signatures:  map[string]time.Time{},
+		RolledBack:  map[string]time.Time{},
 		Known:       map[string]string{},
 		ActorRuns:   map[string][]time.Time{},
 	}
@@ -253,24 +261,33 @@ func (s *State) Quarantined(id string) bool {
 	return false
 }
 
-// ConsumedDetail is the Detail of approval.consumed and approval.refused:
-// the id of the token, so the same token never runs twice (even if its
-// file stays) and a refused one is not reconsidered every run.
-type ConsumedDetail struct {
-	Token string `json:"token"`
+// RollbackWindow is how far back `astra rollback` finds completed runs;
+// whether one was rolled back is remembered as long.
+const RollbackWindow = 62 * 24 * time.Hour
+
+// RollbackDetail is the Detail of rollback events: the run undone.
+type RollbackDetail struct {
+	Run string `json:"run"`
 }
 
-// tokenIDOf reads the token id of an approval.consumed or refused event.
-func tokenIDOf(e *ledger.Event) string {
-	var d ConsumedDetail
-	if json.Unmarshal(e.Detail, &d) != nil {
-		return ""
-	}
-	return d.Token
+// ApprovalDetail is the Detail of approval events: what binds an approval
+// to the request astra made.
+type ApprovalDetail struct {
+	Token      string          `json:"token,omitempty"`      // hash of the exact token bytes astra wrote or recorded
+	Branch     string          `json:"branch,omitempty"`     // the request's pull request branch
+	Definition string          `json:"definition,omitempty"` // the schedule's definition hash when requested
+	Event      json.RawMessage `json:"event,omitempty"`      // a triggering event's payload, as approved
+	Settles    bool            `json:"settles,omitempty"`    // approval.refused: the request ends with it
 }
 
-// TokenConsumed reports whether an approval token id was already used.
-func (s *State) TokenConsumed(id string) bool { _, ok := s.Consumed[id]; return ok }
+func detailOf(e *ledger.Event) ApprovalDetail {
+	var d ApprovalDetail
+	_ = json.Unmarshal(e.Detail, &d) // absent or unreadable: no detail
+	return d
+}
+
+// ReportedKey names a token note (refused, ignored) recorded once.
+func ReportedKey(kind ledger.Kind, token string) string { return string(kind) + ":" + token }
 
 // ownSlot reports whether e is about a schedule's own cron or interval
 // slot, keyed "<id>@<slot>": not a manual run or an event (other modes),
@@ -344,18 +361,34 @@ func (s *State) Apply(e *ledger.Event) {
 		// that is no longer allowed).
 		s.delOpen(e.IdempotencyKey)
 	case ledger.ApprovalRequested:
+		d := detailOf(e)
 		s.Approvals[e.ScheduleID] = &Approval{
 			Key: e.IdempotencyKey, Slot: e.Slot, Status: ledger.StatusPending, PR: e.PR, PayloadHash: e.PayloadHash,
 			RequestedAt: e.TS, ExpiresAt: e.ExpiresAt, TraceID: e.TraceID, Mode: e.Mode,
+			Branch: d.Branch, Token: d.Token, Definition: d.Definition, Event: d.Event,
 		}
 	case ledger.ApprovalApproved:
-		if a := s.Approvals[e.ScheduleID]; a != nil {
-			a.Status, a.By = ledger.StatusApproved, e.By
-			if e.PR != 0 {
-				a.PR = e.PR
+		a := s.Approvals[e.ScheduleID]
+		if a == nil || (a.Key != e.IdempotencyKey && e.IdempotencyKey != "") {
+			// An approval recorded without a request (`astra approve` of
+			// the next due run) or binding a key-less one to its slot.
+			a = &Approval{Key: e.IdempotencyKey, Slot: e.Slot, RequestedAt: e.TS, TraceID: e.TraceID, Mode: e.Mode, PayloadHash: e.PayloadHash}
+			if old := s.Approvals[e.ScheduleID]; old != nil {
+				a.Token, a.Definition, a.Event = old.Token, old.Definition, old.Event
 			}
-			if !e.ExpiresAt.IsZero() {
-				a.ExpiresAt = e.ExpiresAt
+			s.Approvals[e.ScheduleID] = a
+		}
+		a.Status, a.By = ledger.StatusApproved, e.By
+		if e.PR != 0 {
+			a.PR = e.PR
+		}
+		if !e.ExpiresAt.IsZero() {
+			a.ExpiresAt = e.ExpiresAt
+		}
+		if d := detailOf(e); d.Token != "" {
+			a.Token = d.Token
+			if d.Definition != "" {
+				a.Definition = d.Definition
 			}
 		}
 	case ledger.ApprovalRejected, ledger.ApprovalExpired:
@@ -364,12 +397,28 @@ func (s *State) Apply(e *ledger.Event) {
 		}
 	case ledger.ApprovalConsumed:
 		delete(s.Approvals, e.ScheduleID)
-		if id := tokenIDOf(e); id != "" {
-			s.Consumed[id] = e.ExpiresAt
+		if d := detailOf(e); d.Token != "" {
+			s.Consumed[d.Token] = e.ExpiresAt
 		}
-	case ledger.ApprovalRefused:
-		if id := tokenIDOf(e); id != "" {
-			s.Refused[id] = e.ExpiresAt
+	case ledger.ApprovalRefused, ledger.ApprovalIgnored:
+		d := detailOf(e)
+		if d.Token != "" {
+			s.Reported[ReportedKey(e.Event, d.Token)] = e.ExpiresAt
+		}
+		if a := s.Approvals[e.ScheduleID]; d.Settles && a != nil && a.Key == e.IdempotencyKey {
+			delete(s.Approvals, e.ScheduleID)
+		}
+	case ledger.TriggerAccepted:
+		var d struct {
+			Signature string `json:"signature"`
+		}
+		if json.Unmarshal(e.Detail, &d) == nil && d.Signature != "" {
+			s.Signatures[d.Signature] = e.ExpiresAt
+		}
+	case ledger.RollbackCompleted:
+		var d RollbackDetail
+		if json.Unmarshal(e.Detail, &d) == nil && d.Run != "" {
+			s.RolledBack[d.Run] = e.TS
 		}
 	case ledger.BudgetWarning, ledger.BudgetExceeded:
 		if e.Period != "" {
@@ -420,7 +469,13 @@ func (s *State) Checkpoint(ts time.Time) *ledger.Event {
 			snap.Done[k] = t
 		}
 	}
-	snap.Consumed, snap.Refused = unexpired(s.Consumed, ts), unexpired(s.Refused, ts)
+	snap.Consumed, snap.Reported, snap.Signatures = unexpired(s.Consumed, ts), unexpired(s.Reported, ts), unexpired(s.Signatures, ts)
+	snap.RolledBack = map[string]time.Time{}
+	for run, at := range s.RolledBack {
+		if ts.Sub(at) < RollbackWindow {
+			snap.RolledBack[run] = at
+		}
+	}
 	snap.ActorRuns = map[string][]time.Time{}
 	for a, runs := range s.ActorRuns {
 		for _, t := range runs {
@@ -463,7 +518,9 @@ func (s *State) restore(detail []byte) {
 	maps.Copy(s.DeadLetters, snap.DeadLetters)
 	maps.Copy(s.Approvals, snap.Approvals)
 	maps.Copy(s.Consumed, snap.Consumed)
-	maps.Copy(s.Refused, snap.Refused)
+	maps.Copy(s.Reported, snap.Reported)
+	maps.Copy(s.Signatures, snap.Signatures)
+	maps.Copy(s.RolledBack, snap.RolledBack)
 	maps.Copy(s.Known, snap.Known)
 	maps.Copy(s.ActorRuns, snap.ActorRuns)
 }

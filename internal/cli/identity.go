@@ -1,0 +1,36 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+
+	"github.com/astra-gitops/astra/internal/gitops"
+	"github.com/astra-gitops/astra/internal/identity"
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/runner"
+)
+
+// byFlag is --by on every command a person takes: who they say they are.
+// In CI GitHub says who acts and --by must agree; locally git config
+// user.email, mapped under identities: in policies, says so, and --by is
+// only an unverified claim in a dry run or with --no-push.
+func byFlag(cmd *cobra.Command, by *string) {
+	cmd.Flags().StringVar(by, "by", "", "who acts (checked: GitHub's actor in CI, your mapped git email locally; a free claim only with --dry-run or --no-push)")
+}
+
+// who establishes the identity acting for verb on target. An identity
+// that cannot be established is refused, and the refusal recorded.
+func (a *app) who(ctx context.Context, r *runner.Runner, cfg *model.Config, verb, target, by string, f runFlags) (identity.Identity, error) {
+	id, err := identity.Resolve(identity.Env{
+		Getenv:     a.getenv,
+		GitEmail:   func() (string, error) { return gitops.UserEmail(a.repo()) },
+		Identities: cfg.Policies.Identities,
+		By:         by,
+		Unverified: f.dryRun || f.noPush,
+	})
+	if err != nil {
+		return id, r.Refuse(ctx, verb, target, id, err.Error())
+	}
+	return id, nil
+}
