@@ -4,8 +4,10 @@ GO ?= go
 PKGS = ./...
 # Pinned through the Go module proxy; `go run` builds it once into the cache.
 STATICCHECK = $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# GoReleaser (.goreleaser.yaml), the same way.
+GORELEASER = $(GO) run github.com/goreleaser/goreleaser/v2@v2.15.1
 
-.PHONY: all build test vet fmt-check schema bench fuzz screenshot clean
+.PHONY: all build test vet fmt-check schema bench fuzz screenshot snapshot release release-check clean
 
 all: build test
 
@@ -39,5 +41,22 @@ bench:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./internal/cron
 
+# dist/: every platform's release archive and checksums.txt, not published;
+# then the action's install script installs each of them.
+snapshot:
+	$(GORELEASER) release --snapshot --clean
+	ASTRA_SNAPSHOT_DIST=$(CURDIR)/dist $(GO) test -count=1 -run TestInstallSnapshot ./scripts/action
+
+# What .ci/run checks of the release on every change: the configuration,
+# and a snapshot build of this machine's target with the release's flags.
+release-check:
+	$(GORELEASER) check
+	$(GORELEASER) build --snapshot --clean --single-target
+	./dist/astra_*/astra version
+
+# Publish the release of the checked-out tag (.github/workflows/release.yml).
+release:
+	$(GORELEASER) release --clean
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

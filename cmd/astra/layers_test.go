@@ -27,7 +27,10 @@ var layers = map[string][]string{
 	"internal/gittest":           {},
 	"internal/gitops":            {},
 	"internal/forge":             {},
-	"internal/scaffold":          {},
+	"internal/buildinfo":         {},
+	"internal/telemetry":         {},
+	"internal/scaffold":          {"internal/buildinfo"},
+	"scripts/action":             {}, // tests of the GitHub Action's scripts
 	"internal/model":             {"internal/cron", "internal/diag", "internal/money"},
 	"internal/config":            {"internal/cron", "internal/diag", "internal/model", "internal/money", "internal/redact", "internal/repofs"},
 	"internal/state":             {"internal/ledger", "internal/money"},
@@ -41,7 +44,7 @@ var layers = map[string][]string{
 	"internal/tools":             {"internal/introspect", "internal/ledger", "internal/model", "internal/state"},
 	"internal/identity":          {"internal/model"},
 	"internal/runner": {"internal/approval", "internal/executor", "internal/forge", "internal/gate", "internal/gitops", "internal/identity",
-		"internal/introspect", "internal/ledger", "internal/memory", "internal/model", "internal/money", "internal/plan", "internal/redact", "internal/state"},
+		"internal/introspect", "internal/ledger", "internal/memory", "internal/model", "internal/money", "internal/plan", "internal/redact", "internal/state", "internal/telemetry"},
 	"internal/report": {"internal/diag", "internal/introspect", "internal/ledger", "internal/model", "internal/money", "internal/runner", "internal/state"},
 }
 
@@ -50,6 +53,7 @@ var thirdParty = map[string][]string{
 	"github.com/spf13/":           {"internal/cli"},
 	"github.com/go-git/":          {"internal/gitops", "internal/forge/githubtest"},
 	"github.com/google/go-github": {"internal/forge", "internal/forge/githubtest"},
+	"go.opentelemetry.io/":        {"internal/telemetry"},
 }
 
 // TestLayering holds every package to its place in the layering: a domain

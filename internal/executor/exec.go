@@ -41,7 +41,7 @@ func (e *Executor) runExec(ctx context.Context, req Request) Result {
 	cmd.Dir = req.Dir
 	cmd.Env = toolEnv(req)
 	cmd.Stdin = bytes.NewReader(in)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setGroup(cmd)
 	// Orphaned grandchildren may hold the pipes open after the group is
 	// killed; Wait gives up on them after this.
 	cmd.WaitDelay = e.opts.KillGrace
@@ -97,7 +97,7 @@ func (e *Executor) runExec(ctx context.Context, req Request) Result {
 		t.Stop()
 	}
 	// The tool may have left children behind even when it exited itself.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	signalGroup(cmd, syscall.SIGKILL)
 
 	u, exceeded := g.snapshot(time.Since(start))
 	res := Result{Status: StatusOK, Output: out.String(), Usage: u}
@@ -125,13 +125,12 @@ func (e *Executor) runExec(ctx context.Context, req Request) Result {
 // killGroup stops the tool and everything it started: SIGTERM to the
 // process group, SIGKILL after the grace period.
 func killGroup(cmd *exec.Cmd, grace time.Duration, waited chan error) {
-	pgid := cmd.Process.Pid
-	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	signalGroup(cmd, syscall.SIGTERM)
 	select {
 	case err := <-waited:
 		waited <- err
 	case <-time.After(grace):
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		signalGroup(cmd, syscall.SIGKILL)
 	}
 }
 

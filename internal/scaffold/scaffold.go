@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/astra-gitops/astra/internal/buildinfo"
 )
 
 //go:embed all:files
@@ -34,6 +36,23 @@ type Options struct {
 	Force  bool   // replace files that exist with other content
 	Owner  string // CODEOWNERS owner such as @my-org/maintainers; "" leaves the lines commented
 	DryRun bool   // report only
+	// ActionVersion is the ref the workflows pin the astra action to
+	// (uses: astra-gitops/astra@<ref>); "" means ActionRef(buildinfo.Version()).
+	ActionVersion string
+}
+
+// versionPlaceholder stands for the action's ref in the workflow templates.
+const versionPlaceholder = "{{version}}"
+
+// ActionRef is the ref of the astra action that workflows written by a build
+// of version v pin: v itself when it is a release, so a repository runs the
+// astra that set it up; otherwise (a build from source) the main branch,
+// which the action builds from source on every run until a release is pinned.
+func ActionRef(v string) string {
+	if buildinfo.IsRelease(v) {
+		return v
+	}
+	return "main"
 }
 
 // Files lists the scaffold's files (slash paths), for documentation and tests.
@@ -60,6 +79,10 @@ func Init(root string, opts Options) (Result, error) {
 	}
 	var writes []write
 	own := hasOwnConfig(root)
+	ref := opts.ActionVersion
+	if ref == "" {
+		ref = ActionRef(buildinfo.Version())
+	}
 	for _, rel := range Files() {
 		if own && !strings.HasPrefix(rel, ".github/") {
 			r.Skipped = append(r.Skipped, rel)
@@ -69,6 +92,7 @@ func Init(root string, opts Options) (Result, error) {
 		if err != nil {
 			return r, err
 		}
+		data = bytes.ReplaceAll(data, []byte(versionPlaceholder), []byte(ref))
 		mode := fs.FileMode(0o644)
 		if strings.HasSuffix(rel, ".sh") {
 			mode = 0o755

@@ -139,6 +139,29 @@ func TestInitKeepsOwnConfig(t *testing.T) {
 	}
 }
 
+// TestInitPinsAction: the workflows pin the astra action to a release, the
+// one given or this build's; a build from source pins main.
+func TestInitPinsAction(t *testing.T) {
+	for _, tc := range []struct{ opt, want string }{
+		{"v1.2.3", "astra-gitops/astra@v1.2.3\n"},
+		{"", "astra-gitops/astra@main\n"}, // tests are not a release build
+	} {
+		root := t.TempDir()
+		if _, err := Init(root, Options{ActionVersion: tc.opt}); err != nil {
+			t.Fatal(err)
+		}
+		for _, wf := range []string{"astra.yml", "astra-validate.yml", "astra-dashboard.yml"} {
+			data, err := os.ReadFile(filepath.Join(root, ".github/workflows", wf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(data), "uses: "+tc.want) || strings.Contains(string(data), versionPlaceholder) {
+				t.Errorf("%s with ActionVersion %q does not pin %s:\n%s", wf, tc.opt, tc.want, data)
+			}
+		}
+	}
+}
+
 // TestValidateWorkflowSafeOnPullRequests: the validate workflows (the one
 // init writes and this repository's own) run on pull_request only, never
 // pull_request_target, with read-only permissions, no secrets and no
@@ -196,6 +219,20 @@ func TestValidateWorkflowSafeOnPullRequests(t *testing.T) {
 					t.Errorf("%s: checkout %v: want persist-credentials: false and the default ref", file, s.With)
 				}
 			}
+		}
+	}
+}
+
+func TestActionRef(t *testing.T) {
+	for v, want := range map[string]string{
+		"v1.2.3":                             "v1.2.3",
+		"v2.0.0-rc.1":                        "v2.0.0-rc.1",
+		"dev":                                "main",
+		"v0.0.0-20261123090000-0123456789ab": "main",
+		"v1.2.4-dev+abc1234":                 "main",
+	} {
+		if got := ActionRef(v); got != want {
+			t.Errorf("ActionRef(%q) = %q, want %q", v, got, want)
 		}
 	}
 }

@@ -1,0 +1,12 @@
+package executor
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// Windows has no process groups to signal: a stop kills the tool itself,
+// and processes it started may outlive it.
+func setGroup(*exec.Cmd) {}
+
+func signalGroup(cmd *exec.Cmd, _ syscall.Signal) { _ = cmd.Process.Kill() }
