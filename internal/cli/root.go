@@ -19,8 +19,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/astra-gitops/astra/internal/buildinfo"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/repofs"
+	"github.com/astra-gitops/astra/internal/telemetry"
 )
 
 // app is the state shared by commands of one invocation.
@@ -32,6 +34,7 @@ type app struct {
 	stderr  io.Writer
 	getenv  func(string) string
 	cfg     *model.Config // the configuration of the run, once loaded
+	tracer  *telemetry.Tracer
 }
 
 // Execute runs astra with args and returns the process exit code.
@@ -45,6 +48,9 @@ func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	err := root.ExecuteContext(ctx)
 	if err != nil {
 		printError(stderr, err)
+	}
+	if err := a.tracer.Shutdown(context.WithoutCancel(ctx)); err != nil {
+		fmt.Fprintf(stderr, "astra: warning: %v\n", err) // tracing never fails a run
 	}
 	return exitCode(ctx, err)
 }
@@ -64,9 +70,10 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 ` + settingsHelp(),
 		SilenceUsage:      true,
 		SilenceErrors:     true,
-		Version:           buildVersion(),
+		Version:           buildinfo.String(),
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error { return a.loadSettings(cmd) },
 	}
+	root.SetVersionTemplate("astra {{.Version}}\n")
 	f := root.PersistentFlags()
 	f.String("repo", "", "repository root (default: the git top-level of the working directory)")
 	f.String("config", "", "settings file (default: <repo>/.astra.yaml when present)")

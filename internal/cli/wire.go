@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/astra-gitops/astra/internal/buildinfo"
 	"github.com/astra-gitops/astra/internal/config"
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/forge"
@@ -15,6 +16,7 @@ import (
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/redact"
 	"github.com/astra-gitops/astra/internal/runner"
+	"github.com/astra-gitops/astra/internal/telemetry"
 	"github.com/astra-gitops/astra/internal/tools"
 	"github.com/spf13/cobra"
 )
@@ -73,11 +75,14 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 	if err != nil {
 		return nil, usageErrorf("%v", err)
 	}
+	if a.tracer, err = telemetry.Setup(context.Background(), telemetry.Options{Getenv: a.getenv, Redact: red.String, Version: buildinfo.Version()}); err != nil {
+		return nil, usageErrorf("tracing: %v", err)
+	}
 	opts := runner.Options{
 		Root: a.repo(), Clock: a.clock, DryRun: f.dryRun, Limit: limit, Filter: filter, Repair: f.repair,
 		NoPush: f.noPush || !a.v.GetBool("git.push"), RunnerID: a.runnerID(), SegmentSize: a.v.GetInt64("ledger.segment_size"),
 		OutputTail: a.v.GetInt("ledger.output_tail"), Secret: []byte(a.getenv("ASTRA_APPROVAL_SECRET")), Getenv: a.getenv,
-		Redact: red, MaxParallel: f.maxParallel, CI: a.inGitHubActions(),
+		Redact: red, MaxParallel: f.maxParallel, CI: a.inGitHubActions(), Tracer: a.tracer, TraceParent: a.getenv("TRACEPARENT"),
 	}
 	if opts.MaxParallel == 0 {
 		opts.MaxParallel = a.v.GetInt("run.max_parallel")

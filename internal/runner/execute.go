@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/astra-gitops/astra/internal/money"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/state"
+	"github.com/astra-gitops/astra/internal/telemetry"
 )
 
 // execute runs the tasks, up to MaxParallel at once, in the order they
@@ -50,6 +52,8 @@ func (s *session) execute(ctx context.Context, tasks []*task) {
 // runTask executes one task and records its outcome, then any chained step.
 func (s *session) runTask(ctx context.Context, t *task) {
 	r := s.r
+	ctx, span := s.startSpan(ctx, t)
+	defer func() { s.endSpan(span, t) }()
 	if r.opts.DryRun {
 		res := r.dryRun(ctx, t)
 		s.mu.Lock()
@@ -106,6 +110,34 @@ func (s *session) runTask(ctx context.Context, t *task) {
 		s.route(ctx, t, res)
 	}
 	s.checkGlobalBudget()
+}
+
+// startSpan starts t's span: in t's ledger trace, with the span id of the
+// TRACEPARENT its tool receives; a chained step's parent is the step
+// before it, and a task in another trace than the run links to the run.
+func (s *session) startSpan(ctx context.Context, t *task) (context.Context, *telemetry.Span) {
+	_, spanID, _ := telemetry.ParseTraceParent(traceParent(t.traceID, t.runID()))
+	sc := t.sched
+	return s.r.opts.Tracer.Start(ctx, "astra task "+sc.ID, telemetry.TraceID(t.traceID), telemetry.SpanID(spanID),
+		telemetry.Attrs(telemetry.AttrScheduleID, sc.ID, telemetry.AttrScheduleName, sc.Name, telemetry.AttrTenant, sc.Tenant,
+			telemetry.AttrSlot, t.slot, telemetry.AttrIdempotencyKey, t.key, telemetry.AttrRunID, t.runID(),
+			telemetry.AttrAttempt, t.attempt, telemetry.AttrMode, t.mode, telemetry.AttrTool, sc.TargetTool,
+			telemetry.AttrTier, int(sc.SafetyTier), telemetry.AttrActor, sc.Actor, telemetry.AttrDryRun, s.r.opts.DryRun))
+}
+
+// endSpan ends t's span with what happened to it.
+func (s *session) endSpan(span *telemetry.Span, t *task) {
+	s.mu.Lock()
+	o := *t.outcome
+	s.mu.Unlock()
+	span.SetAttrs(telemetry.AttrAction, o.Action, telemetry.AttrReason, o.Reason,
+		telemetry.AttrUsageTokens, o.Usage.Tokens, telemetry.AttrUsageCostUSD, o.Usage.Cost.Float(),
+		telemetry.AttrUsageToolCalls, o.Usage.ToolCalls)
+	var err error
+	if o.Action == ActionFailed {
+		err = errors.New(o.Detail)
+	}
+	span.End(err)
 }
 
 // recordResult writes a finished run's outcome, and its retry or dead

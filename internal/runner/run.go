@@ -14,6 +14,7 @@ import (
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/state"
+	"github.com/astra-gitops/astra/internal/telemetry"
 )
 
 // task is one run the gates let through (or a dry run of one).
@@ -75,8 +76,11 @@ func (r *Runner) Manual(ctx context.Context, sc *model.Schedule, key string, id 
 // run drives one run: decide, push the claims, execute, push the outcomes.
 // When another runner pushed first, the decisions are taken again on top of
 // its ledger (bounded).
-func (r *Runner) run(ctx context.Context, command string, decide func(*session) ([]*task, error)) (*Report, error) {
-	rep, err := r.rounds(ctx, command, decide)
+func (r *Runner) run(ctx context.Context, command string, decide func(*session) ([]*task, error)) (rep *Report, err error) {
+	ctx, span := r.opts.Tracer.Start(ctx, "astra "+command, telemetry.Parent(r.opts.TraceParent),
+		telemetry.Attrs(telemetry.AttrDryRun, r.opts.DryRun))
+	defer func() { span.End(err) }()
+	rep, err = r.rounds(ctx, command, decide)
 	if rep != nil && r.git != nil {
 		rep.Warnings = append(rep.Warnings, r.git.Warnings()...)
 	}
@@ -273,7 +277,7 @@ func (s *session) decideOne(ctx context.Context, t *task) ([]*task, error) {
 
 func (s *session) newTask(kind plan.Kind, sc *model.Schedule, slot time.Time, key, mode string, attempt int, trace string) *task {
 	if trace == "" {
-		trace = newTraceID()
+		trace = s.r.traceFor()
 	}
 	t := &task{kind: kind, sched: sc, tool: s.r.cfg.Policies.Tools[sc.TargetTool], slot: slot, key: key, mode: mode,
 		attempt: max(attempt, 1), traceID: trace}

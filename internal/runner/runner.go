@@ -25,6 +25,7 @@ import (
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/redact"
 	"github.com/astra-gitops/astra/internal/state"
+	"github.com/astra-gitops/astra/internal/telemetry"
 )
 
 // defaultLimit is how many candidates one run processes (seed 001 --limit).
@@ -68,6 +69,11 @@ type Options struct {
 	// Sleep waits between rounds of a claim race; tests replace it so no
 	// test waits on the wall clock. Default: a timer that ctx cancels.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Tracer exports a span per run and per task (nil: ids only).
+	Tracer *telemetry.Tracer
+	// TraceParent is the W3C traceparent of whatever started astra: the
+	// run's span continues it, and new tasks join its trace.
+	TraceParent string
 }
 
 // Runner runs schedules under the configuration.
@@ -272,6 +278,15 @@ func definitionHash(sc *model.Schedule) string {
 	}
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:12])
+}
+
+// traceFor is the trace of a new task: the incoming one when astra was
+// started inside a trace, else a new one.
+func (r *Runner) traceFor() string {
+	if id, _, ok := telemetry.ParseTraceParent(r.opts.TraceParent); ok {
+		return id
+	}
+	return newTraceID()
 }
 
 // newTraceID is a W3C trace id: 16 random bytes.

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/astra-gitops/astra/internal/gittest"
+)
+
+// TestTraceOfARun runs `astra run-due` started inside a trace (TRACEPARENT
+// set, as a triggering system would) against a real OTLP/HTTP receiver and
+// decodes what the SDK sent: the run continues the incoming trace, the
+// task is its child with the span id its tool received, the chained step
+// is the task's child, and no secret reaches the receiver.
+func TestTraceOfARun(t *testing.T) {
+	var mu sync.Mutex
+	var bodies [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
+			t.Errorf("OTLP request %s %s (%s)", r.Method, r.URL.Path, r.Header.Get("Content-Type"))
+		}
+		mu.Lock()
+		bodies = append(bodies, b)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		w.Write(out)
+	}))
+	defer srv.Close()
+
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"schedules/s.yaml": `schedules:
+  - {id: fetch, name: fetch, cron: "0 * * * *", target_tool: show, result_route: {type: chain_next, schedule: publish}}
+  - {id: publish, name: publish, cron: "0 0 1 1 *", target_tool: fail}
+`,
+		"policies/p.yaml": `tools:
+  show: {kind: exec, command: [sh, show.sh], tier: 0}
+  fail: {kind: exec, command: [sh, fail.sh], tier: 0}
+actors:
+  - {actor: astra, scopes: ["*"], autonomy: L3}
+`,
+		"show.sh": "echo \"traceparent=$TRACEPARENT\"\n",
+		"fail.sh": "echo \"token $GITHUB_TOKEN\" >&2; exit 1\n",
+	} {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gittest.Must(t, dir, "init", "-q")
+	gittest.Must(t, dir, "add", ".")
+	gittest.Must(t, dir, "commit", "-qm", "init")
+
+	const incoming = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	const secret = "ghp_0123456789abcdefSECRET"
+	env := map[string]string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "TRACEPARENT": incoming, "GITHUB_TOKEN": secret,
+	}
+	astra := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		Execute(context.Background(), append([]string{"--repo", dir}, args...), strings.NewReader(""), &out, &out,
+			func(k string) string { return env[k] })
+		return out.String()
+	}
+	astra("run-due", "--no-push", "--now", "2026-11-22T08:00:00Z")
+	out := astra("run-due", "--no-push", "--now", "2026-11-22T09:00:10Z")
+	if !strings.Contains(out, "ran") {
+		t.Fatalf("run-due:\n%s", out)
+	}
+	got := astra("ledger", "cat")
+	i := strings.Index(got, "traceparent=00-")
+	if i < 0 {
+		t.Fatalf("the tool's TRACEPARENT is not in the ledger:\n%s", got)
+	}
+	toolParent := got[i+len("traceparent=") : i+len("traceparent=")+55]
+
+	mu.Lock()
+	defer mu.Unlock()
+	spans := map[string]*tracepb.Span{}
+	for _, b := range bodies {
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("a secret reached the OTLP receiver")
+		}
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(b, &req); err != nil {
+			t.Fatal(err)
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					spans[s.Name] = s // the second run's spans replace the first's
+				}
+			}
+		}
+	}
+	run, task, step := spans["astra run-due"], spans["astra task fetch"], spans["astra task publish"]
+	if run == nil || task == nil || step == nil {
+		t.Fatalf("want a run, a task and a chained step; got %v", keys(spans))
+	}
+	id := func(b []byte) string { return hex.EncodeToString(b) }
+	trace := "0af7651916cd43dd8448eb211c80319c"
+	if id(run.TraceId) != trace || id(run.ParentSpanId) != "b7ad6b7169203331" {
+		t.Errorf("run span in trace %s under %s, want the incoming traceparent", id(run.TraceId), id(run.ParentSpanId))
+	}
+	if id(task.TraceId) != trace || id(task.ParentSpanId) != id(run.SpanId) {
+		t.Errorf("task span in trace %s under %s, want a child of the run span %s", id(task.TraceId), id(task.ParentSpanId), id(run.SpanId))
+	}
+	if want := "00-" + trace + "-" + id(task.SpanId) + "-01"; toolParent != want {
+		t.Errorf("the tool got TRACEPARENT %s, its span is %s", toolParent, want)
+	}
+	if id(step.TraceId) != trace || id(step.ParentSpanId) != id(task.SpanId) {
+		t.Errorf("chained step under %s, want a child of the task span %s", id(step.ParentSpanId), id(task.SpanId))
+	}
+	if step.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || task.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
+		t.Errorf("statuses: task %v, failed step %v", task.Status, step.Status)
+	}
+	attrs := map[string]string{}
+	for _, kv := range task.Attributes {
+		attrs[kv.Key] = kv.Value.String()
+	}
+	for k, v := range map[string]string{"astra.schedule.id": "fetch", "astra.tool": "show", "astra.action": "ran"} {
+		if !strings.Contains(attrs[k], `"`+v+`"`) {
+			t.Errorf("task attribute %s = %s, want %q", k, attrs[k], v)
+		}
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
