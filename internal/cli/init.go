@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/astra-gitops/astra/internal/config"
+	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/scaffold"
@@ -36,22 +37,33 @@ which needs the init_force permission once policies exist; CODEOWNERS and
 			if err := a.permitInitForce(cmd.Context(), opts, by); err != nil {
 				return err
 			}
+			email, _ := gitops.UserEmail(a.repo())
+			if opts.Approver == "" {
+				opts.Approver = scaffold.LoginFromEmail(email)
+			}
+			if opts.Approver != "" {
+				opts.Email = email
+			}
 			res, err := scaffold.Init(a.repo(), opts)
 			if err != nil {
-				return err
+				return usageError(err)
 			}
 			if a.json() {
 				if err := a.printJSON(res); err != nil {
 					return err
 				}
 			} else {
+				would := ""
+				if opts.DryRun {
+					would = "would be "
+				}
 				for _, l := range []struct {
 					what  string
 					files []string
-				}{{"created", res.Created}, {"replaced", res.Replaced}, {"appended to", res.Appended}, {"unchanged", res.Unchanged}, {"exists, differs", res.Conflicts},
-					{"skipped", res.Skipped}} {
+				}{{would + "created", res.Created}, {would + "replaced", res.Replaced}, {would + "appended to", res.Appended}, {"unchanged", res.Unchanged},
+					{"exists, differs", res.Conflicts}, {"skipped", res.Skipped}} {
 					for _, f := range l.files {
-						fmt.Fprintf(a.stdout, "  %-16s %s\n", l.what, f)
+						fmt.Fprintf(a.stdout, "  %-22s %s\n", l.what, f)
 					}
 				}
 			}
@@ -79,7 +91,12 @@ which needs the init_force permission once policies exist; CODEOWNERS and
 				return usageErrorf("the setup does not validate; fix the errors above")
 			}
 			if !a.json() {
-				fmt.Fprintf(a.stdout, "\n%d schedules validate. Next:\n  astra schedules next\n  astra run-due --dry-run\n  git add -A && git commit -m 'Add astra' && git push\n", len(cfg.Schedules))
+				fmt.Fprintf(a.stdout, "\n%s validate. Next:\n  astra schedules next\n  astra run-due --dry-run\n  git add -A && git commit -m 'Add astra' && git push\n", count(len(cfg.Schedules), "schedule"))
+				if opts.Approver == "" && len(res.Skipped) == 0 {
+					fmt.Fprintln(a.stdout, "To add the approval example (an external tool that waits for a human), say who approves:\n  astra init --approver <your-github-login>")
+				} else if opts.Approver != "" {
+					fmt.Fprintf(a.stdout, "%s approves; try an approval with `astra run weekly_announcement`.\n", opts.Approver)
+				}
 				fmt.Fprintln(a.stdout, "Approval pull requests opened with the default GITHUB_TOKEN do not trigger other workflows; see the README.")
 			}
 			return nil
@@ -88,6 +105,7 @@ which needs the init_force permission once policies exist; CODEOWNERS and
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace files that exist with other content")
 	cmd.Flags().StringVar(&opts.Owner, "owner", "", "CODEOWNERS owner of everything that decides what runs, e.g. @my-org/maintainers")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would be written")
+	cmd.Flags().StringVar(&opts.Approver, "approver", "", "GitHub login (or @org/team) who may approve; adds the approval example (default: the login of a noreply git user.email)")
 	byFlag(cmd, &by)
 	return cmd
 }

@@ -101,7 +101,7 @@ file:line and exits 1; a clean ledger exits 0.`,
 						}
 						continue
 					}
-					fmt.Fprintf(a.stdout, "%s: %d events in %d files, chain intact\n", r.Log, r.Events, r.Files)
+					fmt.Fprintf(a.stdout, "%s: %s in %s, chain intact\n", r.Log, count(int(r.Events), "event"), count(r.Files, "file"))
 				}
 			}
 			if bad {

@@ -127,3 +127,11 @@ func truncate(s string, n int) string {
 	}
 	return s[:n-1] + "…"
 }
+
+// count is "1 error", "2 errors": a number and its noun, in the right number.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

@@ -37,8 +37,8 @@ Exit status 2 when there is any error.`,
 				for _, d := range diags {
 					fmt.Fprintln(a.stdout, d)
 				}
-				fmt.Fprintf(a.stdout, "%d schedules, %d tools, %d actors: %d errors, %d warnings\n",
-					len(cfg.Schedules), len(cfg.Policies.Tools), len(cfg.Policies.Actors), diags.Errors(), len(diags)-diags.Errors())
+				fmt.Fprintf(a.stdout, "%s, %s, %s: %s, %s\n", count(len(cfg.Schedules), "schedule"), count(len(cfg.Policies.Tools), "tool"),
+					count(len(cfg.Policies.Actors), "actor"), count(diags.Errors(), "error"), count(len(diags)-diags.Errors(), "warning"))
 			}
 			if a.inGitHubActions() {
 				diags.WriteGitHub(a.stdout)

@@ -38,8 +38,8 @@ import (
 // Defaults applied by Open to empty Options fields.
 const (
 	DefaultRemote      = "origin"
-	DefaultAuthorName  = "astra[bot]"
-	DefaultAuthorEmail = "astra[bot]@users.noreply.github.com"
+	DefaultAuthorName  = "github-actions[bot]"
+	DefaultAuthorEmail = "41898282+github-actions[bot]@users.noreply.github.com"
 )
 
 // SpillPrefix is where PushSpill parks commits that could not be pushed to

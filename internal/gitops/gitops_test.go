@@ -114,7 +114,7 @@ func TestCommitAndPush(t *testing.T) {
 			if msg := gitCmd(t, remote, "log", "-1", "--format=%B", "main"); !strings.Contains(msg, "[skip ci]") || !strings.HasPrefix(msg, "astra: run 2") {
 				t.Fatalf("commit message = %q", msg)
 			}
-			if a := gitCmd(t, remote, "log", "-1", "--format=%an <%ae> %aI", "main"); a != "astra[bot] <astra[bot]@users.noreply.github.com> 2025-01-02T03:04:05+00:00" {
+			if a := gitCmd(t, remote, "log", "-1", "--format=%an <%ae> %aI", "main"); a != "github-actions[bot] <41898282+github-actions[bot]@users.noreply.github.com> 2025-01-02T03:04:05+00:00" {
 				t.Fatalf("author = %q", a)
 			}
 			assertRemoteOK(t, remote, "main")

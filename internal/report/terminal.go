@@ -39,6 +39,31 @@ func Terminal(w io.Writer, rep *runner.Report, verbose bool, paint Paint) {
 	if rep.Repaired != nil {
 		fmt.Fprintf(w, "  repaired the ledger: cut %d bytes of %s, kept %d lines\n", rep.Repaired.Dropped, rep.Repaired.File, rep.Repaired.Salvaged)
 	}
+	if n := len(rep.NewSchedules); n > 0 {
+		what := fmt.Sprintf("%d new schedules", n)
+		if n == 1 {
+			what = "1 new schedule"
+		}
+		note := ""
+		if rep.DryRun {
+			note = " (a dry run records nothing: the first real run records them)"
+		}
+		fmt.Fprintf(w, "  %s, first seen now: their slots before now are not due%s\n", what, note)
+		width := 0
+		for _, ns := range rep.NewSchedules {
+			width = max(width, len(ns.Name))
+		}
+		for _, ns := range rep.NewSchedules {
+			first := "first slot " + ns.Next.UTC().Format("2006-01-02 15:04Z")
+			switch {
+			case ns.RunNow:
+				first = "runs now (run_immediately)"
+			case ns.Next.IsZero():
+				first = "no time slot (event-triggered, or its cron never fires)"
+			}
+			fmt.Fprintf(w, "    %-*s  %s\n", width, ns.Name, first)
+		}
+	}
 	if len(rep.Outcomes) == 0 {
 		fmt.Fprintln(w, "  nothing is due")
 	}
@@ -98,10 +123,13 @@ func reasons(o *runner.Outcome) []string {
 	case o.Reason != "" || o.Detail != "":
 		why = append(why, o.Reason+o.Detail)
 	}
-	if o.PRURL != "" {
+	switch {
+	case o.PRURL != "":
 		why = append(why, o.PRURL)
-	} else if o.PR != 0 {
+	case o.PR != 0:
 		why = append(why, fmt.Sprintf("PR #%d", o.PR))
+	case o.Action == runner.ActionAwaitingApproval:
+		why = append(why, "approve with `astra approve "+o.Name+"`")
 	}
 	if !o.RetryAt.IsZero() {
 		why = append(why, "retry at "+o.RetryAt.UTC().Format(time.RFC3339))

@@ -61,7 +61,7 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	}
 	msg := s.commitMessage(phase)
 	if anchors := s.j.Anchors(); len(anchors) > 0 {
-		msg += "\n\n" + ledger.FormatAnchors(anchors)
+		msg += "\n" + ledger.FormatAnchors(anchors)
 	}
 	hash, changed, err := g.Commit(msg, dedupe(paths)...)
 	if err != nil {
@@ -203,7 +203,7 @@ func (s *session) spill(ctx context.Context, cause error) error {
 	}
 	name := fmt.Sprintf("%s-%d", sanitizeRef(s.r.opts.RunnerID), time.Now().UnixNano())
 	err := s.r.git.PushSpill(ctx, name, map[string][]byte{"events.ndjson": buf.Bytes()},
-		fmt.Sprintf("astra: %d events a run could not push\n\n[skip ci]", len(pending)))
+		fmt.Sprintf("astra: %d events a run could not push [skip ci]", len(pending)))
 	if err != nil {
 		return fmt.Errorf("%w; the events stay in the local commit only (spilling failed: %w)", cause, err)
 	}
@@ -289,7 +289,7 @@ func (s *session) commitMessage(phase string) string {
 		fmt.Fprintf(&b, "astra: %d ran, %d failed, %d skipped, %d awaiting approval",
 			r.Count(ActionRan), r.Count(ActionFailed)+r.Count(ActionLost), r.Count(ActionSkipped)+r.Count(ActionMissed), r.Count(ActionAwaitingApproval))
 	}
-	b.WriteString("\n\n")
+	b.WriteString(" [skip ci]\n\n")
 	for _, o := range r.Outcomes {
 		line := fmt.Sprintf("- %s %s", o.Action, o.Name)
 		if !o.Slot.IsZero() {
@@ -300,6 +300,9 @@ func (s *session) commitMessage(phase string) string {
 		}
 		b.WriteString(line + "\n")
 	}
-	fmt.Fprintf(&b, "\nrunner: %s\n\n[skip ci]", s.r.opts.RunnerID)
+	if len(r.Outcomes) > 0 {
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "Astra-Runner: %s", s.r.opts.RunnerID) // a trailer; the ledger anchors follow
 	return b.String()
 }

@@ -62,11 +62,23 @@ type Report struct {
 	Merged    int              `json:"merged_from_spills,omitempty"`
 	Repaired  *ledger.Repaired `json:"repaired,omitempty"`
 	Approvals []*ApprovalNote  `json:"approvals,omitempty"` // what became of approval requests this run
-	Warnings  []string         `json:"warnings,omitempty"`
-	Errors    []string         `json:"errors,omitempty"`
+	// NewSchedules were seen for the first time: their slots before now
+	// are not due, the first is the next one.
+	NewSchedules []NewSchedule `json:"new_schedules,omitempty"`
+	Warnings     []string      `json:"warnings,omitempty"`
+	Errors       []string      `json:"errors,omitempty"`
 	// InfraErrors are git or GitHub failures the run outlived (an approval
 	// that could not be checked): everything else ran, and the run exits 3.
 	InfraErrors []string `json:"infra_errors,omitempty"`
+}
+
+// NewSchedule is a schedule first seen by this run.
+type NewSchedule struct {
+	ID   string    `json:"id"`
+	Name string    `json:"name"`
+	Next time.Time `json:"next,omitzero"` // its first slot; zero for event-triggered or never-firing schedules
+	// RunNow: run_immediately, so it runs once now as well.
+	RunNow bool `json:"run_now,omitempty"`
 }
 
 // ApprovalNote says what became of one approval request in a run.

@@ -247,6 +247,11 @@ func (s *session) syncSchedules() error {
 		switch old, ok := st.Known[sc.ID]; {
 		case !ok:
 			evs = append(evs, scheduleEvent(ledger.ScheduleCreated, sc, h))
+			n := NewSchedule{ID: sc.ID, Name: sc.Name, RunNow: sc.RunImmediately}
+			if sc.Spec != nil {
+				n.Next = sc.Spec.Next(s.now)
+			}
+			s.report.NewSchedules = append(s.report.NewSchedules, n)
 		case old != h:
 			evs = append(evs, scheduleEvent(ledger.ScheduleUpdated, sc, h))
 		}

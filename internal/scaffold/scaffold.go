@@ -12,7 +12,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/astra-gitops/astra/internal/buildinfo"
@@ -39,6 +41,41 @@ type Options struct {
 	// ActionVersion is the ref the workflows pin the astra action to
 	// (uses: astra-gitops/astra@<ref>); "" means ActionRef(buildinfo.Version()).
 	ActionVersion string
+	// Approver is the GitHub login of who may approve. With one, Init adds
+	// the approval example (approvalFiles); without, it leaves it out, as
+	// validate refuses a schedule nobody may approve.
+	Approver string
+	// Email is the approver's git user.email, mapped to Approver under
+	// identities: so that they can approve locally; "" leaves it out.
+	Email string
+}
+
+// approvalFiles are the approval example: who approves, an external tool,
+// and a schedule that needs an approval for every run.
+var approvalFiles = []string{"policies/approvals.yaml", "schedules/approval-example.yaml", "scripts/tools/announce.sh"}
+
+// loginRE is a GitHub login (or an @org/team slug).
+var loginRE = regexp.MustCompile(`^(@[A-Za-z0-9-]+/)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$`)
+
+// noreplyRE is GitHub's noreply commit email, which names the login.
+var noreplyRE = regexp.MustCompile(`^(?:[0-9]+\+)?([A-Za-z0-9-]+)@users\.noreply\.github\.com$`)
+
+// LoginFromEmail is the GitHub login a noreply commit email names, or "".
+func LoginFromEmail(email string) string {
+	if m := noreplyRE.FindStringSubmatch(email); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// fill puts the approver into the approval example's templates.
+func (o Options) fill(data []byte) []byte {
+	ids := "# identities:            # your git config user.email -> your GitHub login, to approve locally\n#   you@example.com: " + o.Approver
+	if o.Email != "" {
+		ids = "identities:              # git config user.email -> GitHub login, to approve locally\n  " + strconv.Quote(o.Email) + ": " + o.Approver
+	}
+	data = bytes.ReplaceAll(data, []byte("{{approver}}"), []byte(o.Approver))
+	return bytes.ReplaceAll(data, []byte("{{identities}}"), []byte(ids))
 }
 
 // versionPlaceholder stands for the action's ref in the workflow templates.
@@ -72,6 +109,9 @@ func Files() []string {
 // opts.Force; CODEOWNERS and .gitattributes are appended to, never replaced.
 func Init(root string, opts Options) (Result, error) {
 	var r Result
+	if opts.Approver != "" && !loginRE.MatchString(opts.Approver) {
+		return r, fmt.Errorf("--approver %q is not a GitHub login or @org/team", opts.Approver)
+	}
 	type write struct {
 		rel  string
 		data []byte
@@ -84,6 +124,10 @@ func Init(root string, opts Options) (Result, error) {
 		ref = ActionRef(buildinfo.Version())
 	}
 	for _, rel := range Files() {
+		example := slices.Contains(approvalFiles, rel)
+		if example && opts.Approver == "" {
+			continue // the CLI says how to add it
+		}
 		if own && !strings.HasPrefix(rel, ".github/") {
 			r.Skipped = append(r.Skipped, rel)
 			continue
@@ -93,6 +137,9 @@ func Init(root string, opts Options) (Result, error) {
 			return r, err
 		}
 		data = bytes.ReplaceAll(data, []byte(versionPlaceholder), []byte(ref))
+		if example {
+			data = opts.fill(data)
+		}
 		mode := fs.FileMode(0o644)
 		if strings.HasSuffix(rel, ".sh") {
 			mode = 0o755
