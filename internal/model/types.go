@@ -3,7 +3,9 @@
 package model
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -164,8 +166,12 @@ func (d Duration) D() time.Duration { return time.Duration(d) }
 func ParseDuration(s string) (Duration, error) {
 	s = strings.TrimSpace(s)
 	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err == nil && n >= 0 {
+		n, err := strconv.ParseInt(days, 10, 64)
+		const maxDays = int64(math.MaxInt64 / int64(24*time.Hour))
+		switch {
+		case err == nil && n > maxDays, errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(days, "-"):
+			return 0, fmt.Errorf("duration %q is too long: at most %dd", s, maxDays)
+		case err == nil && n >= 0:
 			return Duration(time.Duration(n) * 24 * time.Hour), nil
 		}
 	}
