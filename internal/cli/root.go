@@ -160,6 +160,9 @@ func (a *app) loadSettings(cmd *cobra.Command) error {
 			return err
 		}
 	}
+	if err := checkSettingBounds(v); err != nil {
+		return err
+	}
 	if now := v.GetString("now"); now != "" {
 		if _, err := time.Parse(time.RFC3339, now); err != nil {
 			return usageErrorf("--now %q is not an RFC3339 time such as 2026-11-22T09:00:00Z", now)

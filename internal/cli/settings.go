@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/viper"
@@ -68,4 +69,27 @@ func settingsHelp() string {
 		fmt.Fprintf(&b, "  %-24s %s%s\n", s.key, s.doc, def)
 	}
 	return b.String()
+}
+
+// settingBounds keep numeric settings where the ledger can hold them: a
+// tool's output tail well inside one ledger line.
+var settingBounds = []struct {
+	key      string
+	min, max int64
+}{
+	{"ledger.output_tail", 0, 1 << 20},
+	{"ledger.segment_size", 64 << 10, 1 << 30},
+}
+
+func checkSettingBounds(v *viper.Viper) error {
+	for _, b := range settingBounds {
+		n, err := strconv.ParseInt(strings.TrimSpace(fmt.Sprint(v.Get(b.key))), 10, 64)
+		if err != nil {
+			return usageErrorf("setting %s: %v is not a number", b.key, v.Get(b.key))
+		}
+		if n < b.min || n > b.max {
+			return usageErrorf("setting %s is %d; it must be between %d and %d", b.key, n, b.min, b.max)
+		}
+	}
+	return nil
 }

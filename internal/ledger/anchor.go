@@ -152,7 +152,7 @@ func (s *Store) checkAnchors(file string, anchors []Anchor) error {
 	var first int64
 	lineNo := 0
 	for len(want) > 0 {
-		line, err := br.ReadBytes('\n')
+		line, err := readLine(br)
 		if len(line) == 0 && errors.Is(err, io.EOF) {
 			break
 		}

@@ -239,6 +239,10 @@ func readSegment(root string, seg Segment, verify, skipOutput bool, out chan<- b
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(long)+len(chunk) > MaxLine {
+				fail(b, lineNo+1, ProblemJSON, "line longer than %d bytes", MaxLine)
+				return
+			}
 			long = append(long, chunk...)
 			continue
 		}
@@ -352,7 +356,7 @@ func First(root string, seg Segment) (*Event, error) {
 	if err != nil {
 		return nil, &CorruptError{File: seg.Path, Line: 1, Kind: gzipKind(err), Msg: err.Error()}
 	}
-	line, err := bufio.NewReaderSize(zr, 64<<10).ReadBytes('\n')
+	line, err := readLine(bufio.NewReaderSize(zr, 64<<10))
 	if len(line) == 0 && errors.Is(err, io.EOF) {
 		return nil, nil
 	}
@@ -364,4 +368,19 @@ func First(root string, seg Segment) (*Event, error) {
 		return nil, &CorruptError{File: seg.Path, Line: 1, Kind: ProblemJSON, Msg: err.Error()}
 	}
 	return &e, nil
+}
+
+// readLine reads up to and including '\n', refusing lines past MaxLine.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > MaxLine {
+			return nil, fmt.Errorf("line longer than %d bytes", MaxLine)
+		}
+		line = append(line, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
 }

@@ -66,7 +66,7 @@ func readMember(zr *gzip.Reader, data []byte, off int64) member {
 	m := member{start: off}
 	if m.err = zr.Reset(br); m.err == nil {
 		zr.Multistream(false)
-		m.data, m.err = io.ReadAll(zr)
+		m.data, m.err = inflate(zr, maxInflated)
 	}
 	m.end = int64(len(data)) - int64(br.Len())
 	return m

@@ -194,6 +194,12 @@ func (s *Store) Target(t Tail, now time.Time) (seg Segment, newMonth bool) {
 	return last, false
 }
 
+// MaxLine bounds one ledger line, written or read: a file that inflates
+// to one endless line (a gzip bomb in a pull request) is refused at this
+// length instead of filling memory. Outputs are tailed and payloads bounded
+// far below it.
+const MaxLine = 4 << 20
+
 // Append writes events as one new gzip member at the end of seg, assigning
 // Seq and Prev from tail so the chain continues. It never rewrites existing
 // bytes. It returns the new tail.
@@ -209,6 +215,9 @@ func (s *Store) Append(tail Tail, seg Segment, events []*Event) (Tail, error) {
 		e.Prev = tail.Hash
 		e.TS = e.TS.UTC().Truncate(time.Second)
 		line = AppendJSON(line[:0], e)
+		if len(line) > MaxLine {
+			return Tail{}, fmt.Errorf("a %s event of %d bytes is longer than a ledger line may be (%d bytes)", e.Event, len(line), MaxLine)
+		}
 		tail.Hash = lineHash(line)
 		tail.TS = e.TS
 		raw.Write(line)

@@ -58,6 +58,21 @@ func pinChainBreak(root string, segs []Segment, ce *CorruptError) error {
 		Msg: fmt.Sprintf("this line was changed: its hash no longer matches the prev of line %d", ce.Line)}
 }
 
+// maxInflated bounds what one file or gzip member may inflate to when
+// astra reads it whole (diagnosis, repair): far above what astra writes
+// (segments roll at ledger.segment_size compressed; a member is one run's
+// events), so that only a gzip bomb reaches it.
+const maxInflated = 512 << 20
+
+// inflate reads r to the end, refusing more than max bytes.
+func inflate(r io.Reader, max int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err == nil && int64(len(data)) > max {
+		err = fmt.Errorf("inflates to more than %d bytes", max)
+	}
+	return data, err
+}
+
 // fileLines decompresses a whole file into lines (without newlines).
 func fileLines(root, rel string) ([][]byte, error) {
 	f, err := openSegment(root, rel)
@@ -69,7 +84,7 @@ func fileLines(root, rel string) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(zr)
+	data, err := inflate(zr, maxInflated)
 	if err != nil {
 		return nil, err
 	}
