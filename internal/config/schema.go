@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/astra-gitops/astra/internal/model"
@@ -126,6 +127,15 @@ func (g *schemaGen) ref(t reflect.Type) map[string]any {
 			}
 			if enum := f.Tag.Get("enum"); enum != "" {
 				p["enum"] = strings.Split(enum, ",")
+			}
+			for _, bound := range []string{"minimum", "maximum"} {
+				if v := f.Tag.Get(bound); v != "" {
+					n, err := strconv.Atoi(v)
+					if err != nil {
+						panic("schema: " + t.Name() + "." + f.Name + ": " + bound + " " + v)
+					}
+					p[bound] = n
+				}
 			}
 			props[key] = p
 			if f.Tag.Get("required") == "true" {

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,9 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
+
+	"github.com/astra-gitops/astra/internal/diag"
+	"github.com/astra-gitops/astra/internal/model"
 )
 
 var update = flag.Bool("update", false, "rewrite schema/*.json from the model types")
@@ -111,6 +115,42 @@ func TestSchemaAgreesWithLoader(t *testing.T) {
 					t.Errorf("%s: schema accepts what the loader refuses", name)
 				}
 			}
+		}
+	}
+}
+
+// TestSchemaBounds: the schema's numeric bounds are the loader's, so an
+// editor flags what validate would refuse.
+func TestSchemaBounds(t *testing.T) {
+	sched := compile(t, "schedule.schema.json")
+	for _, c := range []struct {
+		doc string
+		ok  bool
+	}{
+		{fmt.Sprintf(`{"name": "a", "cron": "@daily", "target_tool": "t", "catchup": {"max": %d}}`, model.MaxCatchupMax), true},
+		{fmt.Sprintf(`{"name": "a", "cron": "@daily", "target_tool": "t", "catchup": {"max": %d}}`, model.MaxCatchupMax+1), false},
+		{`{"name": "a", "cron": "@daily", "target_tool": "t", "catchup": {"max": 0}}`, false},
+		{`{"name": "a", "cron": "@daily", "target_tool": "t", "priority": 10}`, false},
+		{`{"name": "a", "cron": "@daily", "target_tool": "t", "retry": {"max_attempts": 0}}`, false},
+		{`{"name": "a", "cron": "@daily", "target_tool": "t", "budget": {"max_tokens": -1}}`, false},
+	} {
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(c.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sched.Validate(doc); (err == nil) != c.ok {
+			t.Errorf("%s: schema says %v, want ok=%v", c.doc, err, c.ok)
+		}
+		loaded := filepath.Join(t.TempDir(), "schedules")
+		os.MkdirAll(loaded, 0o755)
+		os.WriteFile(filepath.Join(loaded, "a.yaml"), []byte(c.doc+"\n"), 0o644)
+		_, diags, _ := Load(filepath.Dir(loaded))
+		refused := false
+		for _, d := range diags {
+			refused = refused || d.Severity == diag.Error && !strings.Contains(d.Msg, "tool") && !strings.Contains(d.Msg, "polic")
+		}
+		if refused == c.ok {
+			t.Errorf("%s: the loader says %v, the schema ok=%v", c.doc, diags, c.ok)
 		}
 	}
 }

@@ -75,8 +75,8 @@ type Actor struct {
 // RateLimit bounds how many runs an actor starts.
 type RateLimit struct {
 	Meta      Meta `yaml:"-" json:"-"`
-	PerMinute int  `yaml:"per_minute" json:"per_minute" doc:"Runs per minute (default 60)."`
-	PerHour   int  `yaml:"per_hour" json:"per_hour,omitempty" doc:"Runs per hour (0 = no hourly limit)."`
+	PerMinute int  `yaml:"per_minute" json:"per_minute" minimum:"0" doc:"Runs per minute (default 60)."`
+	PerHour   int  `yaml:"per_hour" json:"per_hour,omitempty" minimum:"0" doc:"Runs per hour (0 = no hourly limit)."`
 }
 
 // GlobalBudget is the spend ceiling across all schedules (seed 002 GlobalBudgetGuard).

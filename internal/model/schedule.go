@@ -71,9 +71,9 @@ type Schedule struct {
 	TargetTool     string         `yaml:"target_tool" json:"target_tool" doc:"Tool from the policies tool catalog." required:"true"`
 	Payload        map[string]any `yaml:"payload" json:"payload,omitempty" doc:"JSON-compatible input handed to the tool."`
 	SafetyTier     Tier           `yaml:"safety_tier" json:"safety_tier" doc:"0 read_only, 1 local_write, 2 external; defaults to the tool's tier and may only be stricter."`
-	PerDayBudget   int            `yaml:"per_day_budget" json:"per_day_budget" doc:"Runs per UTC day (tier 1 default 4; tier 0 is never limited)."`
+	PerDayBudget   int            `yaml:"per_day_budget" json:"per_day_budget" minimum:"0" doc:"Runs per UTC day (tier 1 default 4; tier 0 is never limited)."`
 	Enabled        bool           `yaml:"enabled" json:"enabled" doc:"Disabled schedules are never due (default true)."`
-	Priority       int            `yaml:"priority" json:"priority" doc:"0-9, higher runs first (default 5)."`
+	Priority       int            `yaml:"priority" json:"priority" minimum:"0" maximum:"9" doc:"0-9, higher runs first (default 5)."`
 	Critical       bool           `yaml:"critical" json:"critical,omitempty" doc:"Keeps running when the global budget pauses non-critical work."`
 	Actor          string         `yaml:"actor" json:"actor" doc:"Actor the run acts as; its scopes must cover the tool's capabilities (default astra)."`
 	Autonomy       Autonomy       `yaml:"autonomy" json:"autonomy" doc:"L0 ask, L1 draft, L2 execute+notify, L3 silent; may only be stricter than the actor's default."`
@@ -94,18 +94,18 @@ type Schedule struct {
 // TaskBudget caps one run (seed 002 TaskBudget).
 type TaskBudget struct {
 	Meta         Meta      `yaml:"-" json:"-"`
-	MaxTokens    int64     `yaml:"max_tokens" json:"max_tokens" doc:"Tokens reported by the tool (default 50000)."`
+	MaxTokens    int64     `yaml:"max_tokens" json:"max_tokens" minimum:"0" doc:"Tokens reported by the tool (default 50000)."`
 	MaxCost      money.USD `yaml:"max_cost_usd" json:"max_cost_usd" doc:"USD reported by the tool (default 0.50); 0 declares a tool that spends nothing: any cost it reports stops it."`
 	MaxWallClock Duration  `yaml:"max_wall_clock" json:"max_wall_clock" doc:"Wall-clock limit; the tool's process group is killed (default 300s)."`
-	MaxToolCalls int64     `yaml:"max_tool_calls" json:"max_tool_calls" doc:"Tool invocations, chained steps included (default 10)."`
+	MaxToolCalls int64     `yaml:"max_tool_calls" json:"max_tool_calls" minimum:"0" doc:"Tool invocations, chained steps included (default 10)."`
 }
 
 // Recall bounds the agent memory handed to a tool (seed 002 retrieval
 // budgets). Zero fields take the defaults of the run's task type.
 type Recall struct {
 	Meta       Meta `yaml:"-" json:"-"`
-	MaxTokens  int  `yaml:"max_tokens" json:"max_tokens,omitempty" doc:"Most estimated tokens of memory (default by task type: heartbeat 500, scheduled 2000, event 1500, workflow 3000, interactive 4000)."`
-	MaxEntries int  `yaml:"max_entries" json:"max_entries,omitempty" doc:"Most entries (default by task type: 5, 15, 10, 20, 25)."`
+	MaxTokens  int  `yaml:"max_tokens" json:"max_tokens,omitempty" minimum:"0" doc:"Most estimated tokens of memory (default by task type: heartbeat 500, scheduled 2000, event 1500, workflow 3000, interactive 4000)."`
+	MaxEntries int  `yaml:"max_entries" json:"max_entries,omitempty" minimum:"0" doc:"Most entries (default by task type: 5, 15, 10, 20, 25)."`
 }
 
 // RecallDefaults are seed 002's retrieval budgets by task type.
@@ -120,7 +120,7 @@ var RecallDefaults = map[string]Recall{
 // Retry is the retry policy for failed runs (seed 002).
 type Retry struct {
 	Meta        Meta     `yaml:"-" json:"-"`
-	MaxAttempts int      `yaml:"max_attempts" json:"max_attempts" doc:"Attempts before the slot is dead-lettered (default 3)."`
+	MaxAttempts int      `yaml:"max_attempts" json:"max_attempts" minimum:"1" doc:"Attempts before the slot is dead-lettered (default 3)."`
 	BackoffBase Duration `yaml:"backoff_base" json:"backoff_base" doc:"First backoff, doubled per attempt (default 5s)."`
 	BackoffMax  Duration `yaml:"backoff_max" json:"backoff_max" doc:"Backoff ceiling (default 300s)."`
 }
@@ -139,7 +139,7 @@ type Catchup struct {
 	Meta   Meta     `yaml:"-" json:"-"`
 	Policy string   `yaml:"policy" json:"policy" doc:"latest (default), all or skip." enum:"latest,all,skip"`
 	Window Duration `yaml:"window" json:"window" doc:"How late a slot may still run (default 24h; 15m for skip)."`
-	Max    int      `yaml:"max" json:"max" doc:"With policy all: at most this many slots per run (default 10)."`
+	Max    int      `yaml:"max" json:"max" minimum:"1" maximum:"100" doc:"With policy all: at most this many slots per run (default 10)."`
 }
 
 // ResultRoute says where a run's result goes. In YAML it is either a bare
