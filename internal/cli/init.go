@@ -96,6 +96,7 @@ which needs the init_force permission once policies exist; CODEOWNERS and
 					fmt.Fprintln(a.stdout, "To add the approval example (an external tool that waits for a human), say who approves:\n  astra init --approver <your-github-login>")
 				} else if opts.Approver != "" {
 					fmt.Fprintf(a.stdout, "%s approves; try an approval with `astra run weekly_announcement`.\n", opts.Approver)
+					fmt.Fprintln(a.stdout, "Sign approval tokens too (recommended): openssl rand -hex 32 | gh secret set ASTRA_APPROVAL_SECRET")
 				}
 				fmt.Fprintln(a.stdout, "Approval pull requests opened with the default GITHUB_TOKEN do not trigger other workflows; see the README.")
 			}

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +31,7 @@ Exit status 2 when there is any error.`,
 			if err != nil {
 				return usageError(err)
 			}
+			diags = append(diags, shortSecrets(cfg, a.getenv)...)
 			if a.json() {
 				if err := a.printJSON(validateJSON(cfg, diags)); err != nil {
 					return err
@@ -98,4 +101,32 @@ func (a *app) loadConfig() (*model.Config, error) {
 		return nil, usageErrorf("configuration has %d error(s); nothing ran (see `astra validate`)", diags.Errors())
 	}
 	return cfg, nil
+}
+
+// minSecretLen is the length below which validate warns about a secret:
+// astra hides every occurrence of a declared secret in what it records, so
+// a short one is both weak and mangles ordinary output.
+const minSecretLen = 8
+
+// shortSecrets warns about secrets in this environment that are shorter
+// than minSecretLen: the approval secret and what tools are handed.
+func shortSecrets(cfg *model.Config, getenv func(string) string) diag.List {
+	var out diag.List
+	check := func(pos diag.Pos, name, whose string) {
+		if v := getenv(name); v != "" && len(v) < minSecretLen {
+			out.Warnf(pos, fmt.Sprintf("use at least %d characters: astra hides every occurrence of it in output, so a short one also mangles ordinary text", minSecretLen),
+				"%s (%s) is %d characters long", name, whose, len(v))
+		}
+	}
+	check(diag.Pos{}, "ASTRA_APPROVAL_SECRET", "the approval secret")
+	for _, name := range slices.Sorted(maps.Keys(cfg.Policies.Tools)) {
+		t := cfg.Policies.Tools[name]
+		for _, env := range t.Env {
+			check(t.Meta.At("env"), env, "passed to tool "+name+", redacted as a secret")
+		}
+		if env := t.SignatureSecretEnv; env != "" {
+			check(t.Meta.At("signature_secret_env"), env, "webhook signing key of tool "+name)
+		}
+	}
+	return out
 }

@@ -12,9 +12,11 @@ import (
 // mask replaces a secret.
 const mask = "[REDACTED]"
 
-// minSecret is the shortest value treated as a secret: shorter ones would
-// mangle ordinary output ("1", "true").
-const minSecret = 6
+// minGuessed is the shortest value of a variable guessed to be secret by
+// its name that is treated as one: shorter ones would mangle ordinary
+// output ("1", "true"). A declared secret (With) is hidden at any length;
+// validate warns about short ones.
+const minGuessed = 6
 
 // Redactor hides secret values and token shapes. The zero value and a nil
 // *Redactor hide token shapes only.
@@ -53,21 +55,21 @@ func FromEnv(environ []string) *Redactor {
 	var vals []string
 	for _, kv := range environ {
 		name, val, ok := strings.Cut(kv, "=")
-		if ok && secretName(name) {
+		if ok && secretName(name) && len(val) >= minGuessed {
 			vals = append(vals, val)
 		}
 	}
 	return New(vals...)
 }
 
-// With returns a redactor that also hides secrets.
+// With returns a redactor that also hides secrets, whatever their length.
 func (r *Redactor) With(secrets ...string) *Redactor {
 	out := &Redactor{}
 	if r != nil {
 		out.secrets = slices.Clone(r.secrets)
 	}
 	for _, s := range secrets {
-		if len(s) >= minSecret && !slices.Contains(out.secrets, s) {
+		if s != "" && !slices.Contains(out.secrets, s) {
 			out.secrets = append(out.secrets, s)
 		}
 	}
