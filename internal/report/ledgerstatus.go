@@ -20,13 +20,13 @@ func LedgerStatus(rep *runner.Report) []string {
 	case rep.Pushed:
 		out = append(out, fmt.Sprintf("ledger committed %s and pushed", c))
 	case rep.Spilled != "":
-		out = append(out, fmt.Sprintf("ledger committed %s, not pushed: its %d unpushed events were saved on branch %s, which the next run adds",
-			c, rep.Unpushed, rep.Spilled))
+		out = append(out, fmt.Sprintf("ledger committed %s, not pushed: %s saved on branch %s, which the next run adds",
+			c, events(rep.Unpushed), rep.Spilled))
 	case rep.Unpushed > 0 && rep.PushedCommit != "":
-		out = append(out, fmt.Sprintf("ledger committed %s, not pushed: the remote has this run's commit %s; the %d events after it are in this checkout only",
-			c, Short(rep.PushedCommit), rep.Unpushed))
+		out = append(out, fmt.Sprintf("ledger committed %s, not pushed: the remote has this run's commit %s, but not the %s after it (in this checkout only)",
+			c, Short(rep.PushedCommit), events(rep.Unpushed)))
 	case rep.Unpushed > 0:
-		out = append(out, fmt.Sprintf("ledger committed %s, not pushed: its %d events are in this checkout only", c, rep.Unpushed))
+		out = append(out, fmt.Sprintf("ledger committed %s, not pushed: %s in this checkout only", c, events(rep.Unpushed)))
 	default:
 		out = append(out, fmt.Sprintf("ledger committed %s (not pushed)", c))
 	}
@@ -47,4 +47,12 @@ func LedgerStatus(rep *runner.Report) []string {
 			"a run from this checkout continues from %s", c))
 	}
 	return out
+}
+
+// events counts ledger events in words.
+func events(n int) string {
+	if n == 1 {
+		return "1 event"
+	}
+	return fmt.Sprintf("%d events", n)
 }

@@ -131,10 +131,8 @@ func migrate(ctx context.Context, g Mover, o MigrateOptions) (*Migration, error)
 	if err != nil {
 		return nil, infraf("fetching %s: %w", o.To, err)
 	}
-	if done, err := checkTarget(g, o, target, src); done || err != nil {
-		if done {
-			m.Already, m.Commit, m.Events = true, target, src.events
-		}
+	if events, err := checkTarget(g, o, target, src); events > 0 || err != nil {
+		m.Already, m.Commit, m.Events = err == nil, target, events
 		return m, err
 	}
 
@@ -178,30 +176,32 @@ func migrate(ctx context.Context, g Mover, o MigrateOptions) (*Migration, error)
 
 // checkTarget makes sure that moving to To loses nothing: To has no
 // ledger, or a copy an earlier move left there that the ledger on From
-// continues (frozen or retired). done: the ledger moved to To before and
-// continues From's there.
-func checkTarget(g Mover, o MigrateOptions, target string, src *ledgerTree) (done bool, err error) {
+// continues (frozen or retired). done, the ledger's events on To, is
+// non-zero when the ledger moved to To before and continues From's there.
+func checkTarget(g Mover, o MigrateOptions, target string, src *ledgerTree) (done int64, err error) {
 	if target == "" {
-		return false, nil
+		return 0, nil
 	}
 	dst, err := readLedger(g, o.To, target, o)
-	if err != nil || dst.events == 0 {
-		if dst != nil {
-			dst.close()
-		}
-		return false, err
+	if err != nil {
+		return 0, err
 	}
 	defer dst.close()
-	if dst.st.Home() == o.To {
+	switch {
+	case dst.events == 0:
+		return 0, nil
+	case dst.st.Home() == o.To:
 		if ok, err := dst.has(src.tail); ok || err != nil {
-			return ok, err
+			return dst.events, err
 		}
-	} else if ok, err := src.has(dst.tail); ok || err != nil {
-		return false, err
+	default:
+		if ok, err := src.has(dst.tail); ok || err != nil {
+			return 0, err
+		}
 	}
-	return false, usagef("%s already holds another ledger (%d events, the newest at %s) that the one on %s does not continue: "+
+	return 0, usagef("%s already holds another ledger (newest event seq %d, at %s) that the one on %s does not continue: "+
 		"astra will not overwrite it. If it is a leftover, delete that branch (`git push origin --delete %s`) and move again.",
-		o.To, dst.events, dst.tail.TS.UTC().Format(time.RFC3339), o.From, o.To)
+		o.To, dst.tail.Seq, dst.tail.TS.UTC().Format(time.RFC3339), o.From, o.To)
 }
 
 // cancelMove records on From, which took the move's event (at commit
