@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -14,6 +15,16 @@ import (
 // astra commits to; when the settings and the repository disagree it stops
 // (exit 2) and says what to do, rather than start a new ledger beside the
 // real one or append to one that was left behind.
+
+// pullState brings the state branch's ledger into the worktree before a
+// run or a recorded decision reads it: with a state branch, the checkout's
+// var/ is only a copy. Without pushing there is nothing to fetch from.
+func (r *Runner) pullState(ctx context.Context) error {
+	if r.git == nil || !r.opts.StateBranch || r.opts.DryRun || r.opts.NoPush {
+		return nil
+	}
+	return r.pull(ctx)
+}
 
 // checkStateBranch refuses to start a new ledger on a state branch that
 // has no commits while the checked-out branch holds a ledger: that ledger

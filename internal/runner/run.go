@@ -110,12 +110,8 @@ func (r *Runner) approvalsPossible() bool {
 }
 
 func (r *Runner) rounds(ctx context.Context, command string, decide func(*session) ([]*task, error)) (*Report, error) {
-	if r.git != nil && r.opts.StateBranch && !r.opts.DryRun && !r.opts.NoPush {
-		// The checkout is of the default branch: bring the state branch's
-		// ledger in first.
-		if err := r.pull(ctx); err != nil {
-			return nil, err
-		}
+	if err := r.pullState(ctx); err != nil {
+		return nil, err
 	}
 	raced := 0 // carried across rounds: each round opens a new session
 	for round := 0; ; round++ {
