@@ -21,7 +21,7 @@ func (a *app) ledgerCmd() *cobra.Command {
   astra ledger cat | jq 'select(.event == "run.failed")'
   astra ledger repair`,
 	}
-	cmd.AddCommand(a.ledgerVerifyCmd(), a.ledgerCatCmd(), a.ledgerRepairCmd())
+	cmd.AddCommand(a.ledgerVerifyCmd(), a.ledgerCatCmd(), a.ledgerRepairCmd(), a.ledgerMigrateCmd())
 	return cmd
 }
 

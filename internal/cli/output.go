@@ -41,11 +41,11 @@ func (a *app) finishRecord(rep *runner.Report, err error) error {
 	if err != nil {
 		return err
 	}
-	switch {
-	case rep.Pushed:
-		fmt.Fprintf(a.stdout, "ledger committed %s and pushed\n", report.Short(rep.Commit))
-	case rep.Commit != "":
-		fmt.Fprintf(a.stdout, "ledger committed %s (not pushed)\n", report.Short(rep.Commit))
+	for _, l := range report.LedgerStatus(rep) {
+		fmt.Fprintln(a.stdout, l)
+	}
+	for _, m := range rep.Warnings {
+		fmt.Fprintf(a.stdout, "warning: %s\n", m)
 	}
 	return nil
 }

@@ -69,8 +69,14 @@ runners never run a slot twice. Then it commits and pushes the ledger.
 With --dry-run nothing is written: tools that support dry runs run with
 ASTRA_DRY_RUN=1, the others are shown as the exact command they would run.
 
+Outside a git repository it refuses to run (exit 2) unless --no-git says
+that writing var/ without committing anything is meant.
+
 Exit status: 0 fine, 1 some task failed (recorded), 2 configuration or
-ledger error (nothing ran), 3 git or GitHub error after retries.`,
+ledger error (nothing ran; a protected branch is one), 3 git or GitHub error
+after retries, 130 interrupted (SIGINT or SIGTERM: tools are stopped, what
+was recorded is committed, nothing more is pushed, and the report says
+which commit the remote has).`,
 		Example: `  astra run-due --dry-run
   astra run-due --now 2026-11-23T09:00:00Z --dry-run --json
   astra run-due --only morning_health_check --no-push

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -24,10 +23,10 @@ import (
 )
 
 // TestMain lets testscript run astra as a real process: the test binary
-// re-executes itself as "astra".
+// re-executes itself as "astra", with main's signal handling.
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
-		"astra": func() { os.Exit(Execute(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Getenv)) },
+		"astra": func() { os.Exit(Main(os.Args[1:])) },
 	})
 }
 

@@ -27,6 +27,8 @@ type runFlags struct {
 	noPush      bool
 	repair      bool
 	maxParallel int
+	noGit       bool
+	gitRequired bool // outside a git repository, only --no-git runs (set by register)
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
@@ -34,6 +36,8 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.noPush, "no-push", false, "commit the ledger locally, do not push")
 	cmd.Flags().BoolVar(&f.repair, "repair", false, "cut a broken ledger tail (a run killed while writing) before appending; recorded")
 	cmd.Flags().IntVar(&f.maxParallel, "max-parallel", 0, "tasks run at once (default run.max_parallel, 1)")
+	cmd.Flags().BoolVar(&f.noGit, "no-git", false, "run without git (outside a repository): the ledger in var/ is written, nothing is committed or pushed")
+	f.gitRequired = true
 }
 
 // secretEnv is the environment's secret values, for redaction.
@@ -92,10 +96,8 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 	}
 	exec := executor.New(executor.Options{Redactor: red, Builtin: tools.Builtin(cfg, a.store(), a.now), GitHub: githubTools(fc)})
 	var git runner.Syncer
-	if !f.dryRun {
-		repo, err := gitops.Open(gitops.Options{Dir: a.repo(), Remote: a.v.GetString("git.remote"), Branch: a.v.GetString("ledger_branch"),
-			AuthorName: a.v.GetString("git.author_name"), AuthorEmail: a.v.GetString("git.author_email"), Token: a.getenv("GITHUB_TOKEN"),
-			Started: a.started})
+	if !f.dryRun && !f.noGit {
+		repo, err := gitops.Open(a.gitOptions(a.v.GetString("ledger_branch")))
 		switch {
 		case err == nil:
 			if !repo.HasRemote() {
@@ -103,8 +105,13 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 			}
 			opts.StateBranch = repo.StateBranch()
 			git = repo
+		case errors.Is(err, gitops.ErrNotRepository) && f.gitRequired:
+			return nil, &runner.Error{Kind: runner.ErrUsage, Err: fmt.Errorf("%s is not a git repository: astra would run tools and write "+
+				"var/, but commit and push nothing", a.repo()), Hint: "Run astra in a clone of the repository, or pass --no-git to run " +
+				"without git (the ledger in var/ is then the only record; nothing is committed or pushed). --dry-run needs neither."}
 		case errors.Is(err, gitops.ErrNotRepository):
-			// A plain directory: the ledger is written, nothing is committed.
+			// A plain directory: the ledger is written, nothing is committed
+			// (the report says so).
 		default:
 			return nil, &runner.Error{Kind: runner.ErrInfra, Err: err}
 		}
@@ -117,6 +124,14 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 		opts.Notify = fc.CommentIssue
 	}
 	return runner.New(cfg, opts, exec, git, approvals), nil
+}
+
+// gitOptions opens the repository for astra's commits to branch ("":
+// the checked-out branch).
+func (a *app) gitOptions(branch string) gitops.Options {
+	return gitops.Options{Dir: a.repo(), Remote: a.v.GetString("git.remote"), Branch: branch,
+		AuthorName: a.v.GetString("git.author_name"), AuthorEmail: a.v.GetString("git.author_email"), Token: a.getenv("GITHUB_TOKEN"),
+		Started: a.started}
 }
 
 // completeSchedules completes schedule names and ids for commands taking one.

@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -322,6 +323,10 @@ func (r *Repo) fail(kind error, what string, cause error, hint string) error {
 func (r *Repo) transportError(op string, err error) error {
 	where := fmt.Sprintf("%s %s (%s)", op, r.opts.Remote, r.remoteDisplay())
 	switch {
+	case errors.Is(err, context.Canceled) || strings.Contains(err.Error(), context.Canceled.Error()):
+		// An interrupt, not the network (go-git's UnexpectedError does not
+		// unwrap, hence the text).
+		return r.fail(context.Canceled, where+" was interrupted", nil, "")
 	case errors.Is(err, transport.ErrAuthenticationRequired):
 		return r.fail(ErrAuth, "authentication failed for "+r.remoteDisplay(), nil,
 			"set GITHUB_TOKEN (a token with contents: write), or check the token actions/checkout stored in the git config")

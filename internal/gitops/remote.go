@@ -213,6 +213,8 @@ func (r *Repo) objectsToPushSlow(local, old plumbing.Hash, remoteRefs map[plumbi
 func (r *Repo) send(ctx context.Context, rs *receiveSession, cmd *packp.Command, set *objectSet) error {
 	req := packp.NewReferenceUpdateRequestFromCapabilities(rs.ar.Capabilities)
 	req.Commands = []*packp.Command{cmd}
+	var said remoteText
+	said.listen(req, rs.ar.Capabilities)
 	done := make(chan error, 1)
 	if set != nil {
 		thin := !rs.ar.Capabilities.Supports(capability.Capability("no-thin"))
@@ -249,11 +251,15 @@ func (r *Repo) send(ctx context.Context, rs *receiveSession, cmd *packp.Command,
 		if st.Status == "ok" {
 			continue
 		}
+		if isProtected(st.Status, &said) { // before races: a retry cannot help
+			return r.fail(ErrProtected, fmt.Sprintf("push to %s refused: %s is a protected branch (%s)%s",
+				r.opts.Remote, st.ReferenceName.Short(), st.Status, said.quote()), nil, "")
+		}
 		if isRaceStatus(st.Status) {
 			return r.fail(ErrRejected, fmt.Sprintf("push to %s rejected: remote %s moved while pushing (%s)",
 				r.opts.Remote, st.ReferenceName.Short(), st.Status), nil, "sync, re-apply and push again")
 		}
-		return r.fail(nil, fmt.Sprintf("push to %s refused %s: %s", r.opts.Remote, st.ReferenceName.Short(), st.Status), nil,
+		return r.fail(nil, fmt.Sprintf("push to %s refused %s: %s%s", r.opts.Remote, st.ReferenceName.Short(), st.Status, said.quote()), nil,
 			"if the branch is protected, let astra use a state branch (set its branch option) or allow the token to push")
 	}
 	if err != nil {

@@ -54,6 +54,7 @@ const (
 
 	LedgerRepaired   Kind = "ledger.repaired"
 	LedgerCheckpoint Kind = "ledger.checkpoint"
+	LedgerMigrated   Kind = "ledger.migrated" // the ledger moved to another branch (status failed: the move was cancelled)
 )
 
 // Reasons carried by run.skipped and run.failed events.

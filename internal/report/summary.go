@@ -115,12 +115,8 @@ func Summary(w io.Writer, rep *runner.Report, cfg *model.Config, b introspect.Bu
 			fmt.Fprintf(w, "- %s at %s\n", code(n.name), n.at.UTC().Format("2006-01-02 15:04 UTC"))
 		}
 	}
-	if rep.Commit != "" {
-		fmt.Fprintf(w, "\nLedger commit `%s`", rep.Commit[:min(12, len(rep.Commit))])
-		if !rep.Pushed {
-			fmt.Fprint(w, " (not pushed)")
-		}
-		fmt.Fprintln(w)
+	if st := LedgerStatus(rep); len(st) > 0 {
+		fmt.Fprintf(w, "\n%s\n", strings.Join(st, ".\n\n"))
 	}
 }
 

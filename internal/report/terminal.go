@@ -100,11 +100,8 @@ func Terminal(w io.Writer, rep *runner.Report, verbose bool, paint Paint) {
 		fmt.Fprintf(w, "  budget: %s\n", al)
 	}
 	fmt.Fprintln(w, counts(rep))
-	switch {
-	case rep.Pushed:
-		fmt.Fprintf(w, "ledger committed %s and pushed\n", Short(rep.Commit))
-	case rep.Commit != "":
-		fmt.Fprintf(w, "ledger committed %s (not pushed)\n", Short(rep.Commit))
+	for _, l := range LedgerStatus(rep) {
+		fmt.Fprintln(w, l)
 	}
 	for _, m := range rep.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", m)

@@ -230,6 +230,9 @@ func (r *Runner) RefuseTrigger(ctx context.Context, event, reason, why string) (
 // check the request against), then commits and pushes them like a run. A
 // refusal's event is recorded too, and its error returned.
 func (r *Runner) record(ctx context.Context, command string, build func(s *session) ([]*ledger.Event, error)) (*Report, error) {
+	if err := r.pullState(ctx); err != nil {
+		return nil, err
+	}
 	s, err := r.open(command)
 	if err != nil {
 		return nil, err

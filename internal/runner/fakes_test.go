@@ -211,6 +211,17 @@ func (g *fakeGit) CommitMessages(limit int) ([]gitops.CommitMessage, error) {
 
 func (g *fakeGit) Warnings() []string { return nil }
 
+func (g *fakeGit) Branch() string { return "main" }
+
+func (g *fakeGit) Head() (string, error) {
+	if len(g.commits) == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("c%03d", len(g.commits)), nil
+}
+
+func (g *fakeGit) HeadHas(path string) (bool, error) { return false, nil }
+
 // fakeForge is GitHub's side of approvals: pull requests by number.
 type fakeForge struct {
 	mu        sync.Mutex

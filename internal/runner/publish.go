@@ -35,6 +35,12 @@ type Syncer interface {
 	CommitMessages(limit int) ([]gitops.CommitMessage, error)
 	// Warnings are what git recovered from (a stale lock it removed).
 	Warnings() []string
+	// Branch is the branch astra commits to; Head its local tip ("" before
+	// its first commit); HeadHas whether the checked-out commit has a path.
+	// They tell where the ledger lives (see checkHome).
+	Branch() string
+	Head() (string, error)
+	HeadHas(path string) (bool, error)
 }
 
 // maxRounds bounds how often a run retries after another runner pushed
@@ -68,20 +74,21 @@ func (s *session) publish(ctx context.Context, phase string) error {
 		return infraf("committing the ledger: %w", err)
 	}
 	if changed {
-		s.report.Commit = hash
+		s.report.Commit, s.report.Pushed = hash, false
 	}
 	if s.r.opts.NoPush {
 		s.pushed = len(s.j.Recorded())
 		return nil
 	}
+	s.report.Unpushed = len(s.j.Recorded()) - s.pushed
 	if err := g.Push(ctx); err != nil {
 		if errors.Is(err, gitops.ErrRejected) {
 			return fmt.Errorf("%w: %w", errRaced, err)
 		}
-		return infraf("pushing the ledger: %w", err)
+		return s.r.pushError(err)
 	}
 	s.pushed = len(s.j.Recorded())
-	s.report.Pushed = true
+	s.report.Pushed, s.report.PushedCommit, s.report.Unpushed = true, hash, 0
 	return nil
 }
 
@@ -111,6 +118,9 @@ var ledgerPaths = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/" + ledge
 func (r *Runner) pull(ctx context.Context) error {
 	if err := r.git.Sync(ctx); err != nil && !errors.Is(err, gitops.ErrNoRemoteBranch) {
 		return infraf("fetching the remote ledger: %w", err)
+	}
+	if err := r.checkStateBranch(); err != nil {
+		return err
 	}
 	for _, p := range ledgerPaths {
 		if err := r.git.Materialize(p); err != nil {
@@ -193,7 +203,7 @@ func redundant(st *state.State, e *ledger.Event) bool {
 // returned, so the run exits 3.
 func (s *session) spill(ctx context.Context, cause error) error {
 	pending := s.j.Recorded()[s.pushed:]
-	if len(pending) == 0 || s.r.git == nil || s.r.opts.NoPush {
+	if len(pending) == 0 || s.r.git == nil || s.r.opts.NoPush || ctx.Err() != nil { // interrupted: nothing more goes out
 		return cause
 	}
 	var buf bytes.Buffer

@@ -70,6 +70,14 @@ type Report struct {
 	// InfraErrors are git or GitHub failures the run outlived (an approval
 	// that could not be checked): everything else ran, and the run exits 3.
 	InfraErrors []string `json:"infra_errors,omitempty"`
+	// PushedCommit is the last commit this run pushed: Commit when Pushed,
+	// else an earlier one (its claims) or none. Unpushed counts the events
+	// committed after it, which only this checkout has (or Spilled).
+	PushedCommit string `json:"pushed_commit,omitempty"`
+	Unpushed     int    `json:"unpushed_events,omitempty"`
+	// Interrupted: SIGINT or SIGTERM stopped the run; nothing was pushed
+	// after it.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // NewSchedule is a schedule first seen by this run.

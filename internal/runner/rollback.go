@@ -23,10 +23,16 @@ import (
 // rollback.failed is recorded either way.
 func (r *Runner) Rollback(ctx context.Context, run string, id identity.Identity, force bool) (*Report, error) {
 	rep, err := r.rollback(ctx, run, id, force)
+	if rep != nil && ctx.Err() != nil {
+		rep.Interrupted = true
+	}
 	return rep, kinded(err)
 }
 
 func (r *Runner) rollback(ctx context.Context, run string, id identity.Identity, force bool) (*Report, error) {
+	if err := r.pullState(ctx); err != nil {
+		return nil, err
+	}
 	s, err := r.open("rollback")
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/gate"
+	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
@@ -84,6 +85,9 @@ func (r *Runner) run(ctx context.Context, command string, decide func(*session) 
 	if rep != nil && r.git != nil {
 		rep.Warnings = append(rep.Warnings, r.git.Warnings()...)
 	}
+	if rep != nil && ctx.Err() != nil {
+		rep.Interrupted = true
+	}
 	if err == nil && rep != nil && len(rep.InfraErrors) > 0 {
 		err = infraf("%d git or GitHub failure(s) this run outlived (recorded; everything else ran): %s",
 			len(rep.InfraErrors), strings.Join(rep.InfraErrors, "; "))
@@ -106,12 +110,8 @@ func (r *Runner) approvalsPossible() bool {
 }
 
 func (r *Runner) rounds(ctx context.Context, command string, decide func(*session) ([]*task, error)) (*Report, error) {
-	if r.git != nil && r.opts.StateBranch && !r.opts.DryRun && !r.opts.NoPush {
-		// The checkout is of the default branch: bring the state branch's
-		// ledger in first.
-		if err := r.pull(ctx); err != nil {
-			return nil, err
-		}
+	if err := r.pullState(ctx); err != nil {
+		return nil, err
 	}
 	raced := 0 // carried across rounds: each round opens a new session
 	for round := 0; ; round++ {
@@ -147,6 +147,9 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 			}
 			if err != nil {
 				why := "claim not recorded (" + s.r.opts.Redact.String(err.Error()) + "); nothing ran, the next run takes it"
+				if errors.Is(err, gitops.ErrProtected) {
+					why = "claim not pushed: the remote refuses pushes to " + r.git.Branch() + " (protected branch); nothing ran"
+				}
 				if errors.Is(err, errRaced) {
 					why = "claim not pushed: other runners kept pushing first; the next run takes it"
 					err = infraf("other runners pushed first %d times; nothing ran: %w", round+1, err)

@@ -140,6 +140,9 @@ func (r *Runner) open(command string) (*session, error) {
 	now := r.opts.Clock().UTC()
 	store := ledger.Open(r.opts.Root, r.opts.SegmentSize)
 	s := &session{r: r, now: now, report: &Report{Command: command, Now: now, DryRun: r.opts.DryRun}}
+	if r.git == nil && !r.opts.DryRun {
+		s.report.Warnings = append(s.report.Warnings, "without git (--no-git, or not a git repository): the ledger in var/ was written, but nothing is committed or pushed")
+	}
 	st, tail, err := state.Replay(store, now)
 	var ce *ledger.CorruptError
 	if errors.As(err, &ce) && r.opts.Repair && !r.opts.DryRun {
@@ -153,6 +156,9 @@ func (r *Runner) open(command string) (*session, error) {
 	}
 	if err != nil {
 		return nil, ledgerErr(err, "")
+	}
+	if err := r.checkHome(st); err != nil {
+		return nil, err
 	}
 	s.j = state.NewJournal(store, st, tail, r.opts.Clock, r.opts.DryRun)
 	return s, nil

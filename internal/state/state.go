@@ -37,6 +37,7 @@ type State struct {
 	Pauses  map[string]*Pause // active global-budget pauses, by period ("day", "month")
 	Resumed map[string]bool   // "day:2026-11-22": a human resumed that period
 	Events  int               // events replayed
+	Moved   *Move             // the newest ledger.migrated event replayed (see Home)
 
 	// dayStr caches the day string of the last event's day: replay would
 	// otherwise format a date per event.
@@ -481,6 +482,8 @@ func (s *State) Apply(e *ledger.Event) {
 		delete(s.Known, e.ScheduleID)
 	case ledger.LedgerCheckpoint:
 		s.restore(e.Detail)
+	case ledger.LedgerMigrated:
+		s.Moved = moveOf(e)
 	}
 }
 

@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/astra-gitops/astra/internal/gitops"
+	"github.com/astra-gitops/astra/internal/report"
+	"github.com/astra-gitops/astra/internal/runner"
+)
+
+func (a *app) ledgerMigrateCmd() *cobra.Command {
+	var to, from string
+	cmd := &cobra.Command{
+		Use:   "migrate --to-branch <branch>",
+		Short: "Move the ledger, with all its history, to another branch of the remote (a protected main), or back",
+		Long: `migrate moves the ledger (var/schedules, the approval log, agent memory)
+from the branch it lives on to another branch of the remote, with its whole
+history: run history, checkpoints, budgets, pending approvals. It records
+the move once, as a ledger.migrated event (from, to, and the commit it was
+taken from), and never touches your checkout.
+
+The branch it leaves gets the same event, so a run still pointed there
+refuses to record (it says where the ledger went). A branch that refuses
+astra's pushes (a protected main) keeps the ledger as it was, frozen.
+Moving back works the same way: --to-branch main.
+
+The ledger is taken from ledger_branch, or from the checked-out branch when
+ledger_branch is unset or names the target (--from says otherwise). After
+the move, point ledger_branch at the new branch (or remove it when the
+ledger is back on the branch you check out).`,
+		Example: `  astra ledger migrate --to-branch astra-state   # main is protected: the ledger gets a branch of its own
+  astra ledger migrate --to-branch main          # back, once astra may push to main again`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			repo, err := gitops.Open(a.gitOptions(to))
+			switch {
+			case err != nil: // not a repository, an invalid branch name, ...
+				return usageErrorf("%v", err)
+			case !repo.HasRemote():
+				return usageErrorf("the ledger moves between branches of the remote %q, which this repository does not have", a.v.GetString("git.remote"))
+			}
+			checkedOut := ""
+			if c, err := gitops.Open(a.gitOptions("")); err == nil {
+				checkedOut = c.Branch()
+			}
+			setting := a.v.GetString("ledger_branch")
+			if from == "" {
+				from = setting
+				if from == "" || from == to {
+					from = checkedOut
+				}
+				if from == "" {
+					return usageErrorf("HEAD is detached: say which branch holds the ledger with --from")
+				}
+			}
+			m, err := runner.Migrate(cmd.Context(), repo, runner.MigrateOptions{From: from, To: to, Clock: a.clock,
+				SegmentSize: a.v.GetInt64("ledger.segment_size"), RunnerID: a.runnerID()})
+			if err != nil {
+				return err
+			}
+			if a.json() {
+				return a.printJSON(m)
+			}
+			a.printMigration(m, checkedOut, setting)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&to, "to-branch", "", "the branch the ledger moves to (created when the remote does not have it)")
+	cmd.Flags().StringVar(&from, "from", "", "the branch the ledger is on now (default: ledger_branch, else the checked-out branch)")
+	_ = cmd.MarkFlagRequired("to-branch")
+	return cmd
+}
+
+// printMigration says what moved, what became of the branch it left, and
+// what to set next.
+func (a *app) printMigration(m *runner.Migration, checkedOut, setting string) {
+	w := a.stdout
+	if m.Already {
+		fmt.Fprintf(w, "the ledger is on %s already (commit %s, %d events): nothing to do\n", m.To, report.Short(m.Commit), m.Events)
+	} else {
+		fmt.Fprintf(w, "moved the ledger from %s (commit %s) to %s (commit %s): %d events, the last one ledger.migrated (seq %d)\n",
+			m.From, report.Short(m.Source), m.To, report.Short(m.Commit), m.Events, m.Seq)
+		switch m.Left {
+		case runner.LeftRetired:
+			fmt.Fprintf(w, "%s ends with the same ledger.migrated event: a run still pointed at it refuses to record there\n", m.From)
+		case runner.LeftFrozen:
+			fmt.Fprintf(w, "%s refuses astra's pushes (protected), so it keeps the ledger as of %s, frozen; astra no longer reads it there\n",
+				m.From, report.Short(m.Source))
+		}
+	}
+	switch {
+	case m.To == checkedOut && setting != "":
+		fmt.Fprintf(w, "next: remove ledger_branch from .astra.yaml: the ledger is on the checked-out branch %s again; `git pull` brings it into this checkout\n", m.To)
+	case m.To == checkedOut:
+		fmt.Fprintf(w, "next: `git pull` brings the ledger into this checkout\n")
+	case setting != m.To:
+		fmt.Fprintf(w, "next: set `ledger_branch: %s` in .astra.yaml\n", m.To)
+	}
+}
