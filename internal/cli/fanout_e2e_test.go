@@ -234,32 +234,44 @@ func TestFanOutMatrix(t *testing.T) {
 }
 
 // BenchmarkFanOut measures one tick of fan-out (a plan, then one job per
-// task, all at once) against the one-job workflow (run-due, one task after
-// another) on the same work: one 2 s task and twelve of 0.3 s. It reports
-// fan-out's wall time over the slowest task's (1 would be ideal) and over
-// the sequential run's.
+// task, all at once, each a process on its own clone) against the one-job
+// workflow (run-due, one task after another) on the same work, for two
+// shapes of work: many short tasks beside a 2 s one, where the jobs' git
+// pushes (two each, to one branch) dominate, and longer tasks, where the
+// work does. It reports fan-out's wall time over the slowest task's (1 is
+// the ideal) and over the sequential run's.
 //
 //	go test -run '^$' -bench FanOut -benchtime 3x ./internal/cli
 func BenchmarkFanOut(b *testing.B) {
-	const fast = 12
-	slow, quick := 2*time.Second, 300*time.Millisecond
-	r := newFanOutRepo(b, fast, slow, quick, false)
-	var fan, seq time.Duration
-	hour := 1
-	for b.Loop() {
-		at := fmt.Sprintf("2026-11-22T%02d:", hour)
-		jobs, wall, _ := r.fanOut(b, at+"00:30Z", fast+1)
-		if len(jobs) != fast+1 {
-			b.Fatalf("%d jobs", len(jobs))
-		}
-		fan += wall
-		seq += r.sequential(b, at+"30:30Z")
-		hour++
+	for _, w := range []struct {
+		name        string
+		fast        int
+		slow, quick time.Duration
+	}{
+		{"short", 12, 2 * time.Second, 300 * time.Millisecond},
+		{"long", 6, 6 * time.Second, 3 * time.Second},
+	} {
+		b.Run(w.name, func(b *testing.B) {
+			r := newFanOutRepo(b, w.fast, w.slow, w.quick, false)
+			var fan, seq time.Duration
+			hour := 1
+			for b.Loop() {
+				at := fmt.Sprintf("2026-11-22T%02d:", hour)
+				jobs, wall, notes := r.fanOut(b, at+"00:30Z", w.fast+1)
+				if len(jobs) != w.fast+1 {
+					b.Fatalf("%d jobs", len(jobs))
+				}
+				b.Logf("fan-out %s:\n%s", wall.Round(time.Millisecond), strings.Join(notes, "\n"))
+				fan += wall
+				seq += r.sequential(b, at+"30:30Z")
+				hour++
+			}
+			n := time.Duration(hour - 1)
+			b.ReportMetric((fan / n).Seconds(), "fanout-s")
+			b.ReportMetric((seq / n).Seconds(), "sequential-s")
+			b.ReportMetric((w.slow + time.Duration(w.fast)*w.quick).Seconds(), "work-s")
+			b.ReportMetric(fan.Seconds()/float64(n)/w.slow.Seconds(), "fanout/slowest")
+			b.ReportMetric(fan.Seconds()/seq.Seconds(), "fanout/sequential")
+		})
 	}
-	n := time.Duration(hour - 1)
-	b.ReportMetric((fan / n).Seconds(), "fanout-s")
-	b.ReportMetric((seq / n).Seconds(), "sequential-s")
-	b.ReportMetric(fan.Seconds()/float64(n)/slow.Seconds(), "fanout/slowest")
-	b.ReportMetric(fan.Seconds()/seq.Seconds(), "fanout/sequential")
-	b.ReportMetric((slow + fast*quick).Seconds(), "work-s")
 }
