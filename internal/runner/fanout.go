@@ -11,6 +11,7 @@ import (
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/money"
 	"github.com/astra-gitops/astra/internal/plan"
+	"github.com/astra-gitops/astra/internal/redact"
 	"github.com/astra-gitops/astra/internal/state"
 )
 
@@ -184,7 +185,7 @@ func (f *fanOut) build(s *session, tasks []*task) error {
 		if t.sched.Lane != "" {
 			group = "astra-lane-" + t.sched.Lane
 		}
-		f.jobs = append(f.jobs, Job{Key: t.key, Schedule: t.sched.ID, Name: jobName(t), RunsOn: s.r.cfg.RunsOn(t.sched, f.opts.RunsOn),
+		f.jobs = append(f.jobs, Job{Key: t.key, Schedule: t.sched.ID, Name: jobName(t, s.r.opts.Redact), RunsOn: s.r.cfg.RunsOn(t.sched, f.opts.RunsOn),
 			Group: group, Timeout: int((chainWallClock(s.r.cfg, t.sched) + claimMargin + time.Minute - 1) / time.Minute)})
 	}
 	m := Matrix(f.jobs)
@@ -192,7 +193,7 @@ func (f *fanOut) build(s *session, tasks []*task) error {
 		return usagef("the matrix of %d jobs is %d bytes, more than GitHub keeps of a job's outputs; nothing was claimed: plan fewer (--limit)", len(f.jobs), len(m))
 	}
 	if s.r.opts.Redact.String(string(m)) != string(m) {
-		return usagef("the matrix would carry text that looks like a secret (in a schedule name or a runner label); nothing was claimed")
+		return usagef("the matrix would carry text that looks like a secret (in an idempotency key or a runner label); nothing was claimed")
 	}
 	return nil
 }
@@ -201,9 +202,13 @@ func (f *fanOut) build(s *session, tasks []*task) error {
 // claims are out.
 func (f *fanOut) hand() { f.handed = true }
 
-// jobName names a job after its schedule.
-func jobName(t *task) string {
+// jobName names a job after its schedule: its name, or its id when the
+// name reads like a secret ("rotate token abcdefghijkl").
+func jobName(t *task, red *redact.Redactor) string {
 	name := t.sched.Name
+	if red.String(name) != name {
+		name = t.sched.ID
+	}
 	if utf8.RuneCountInString(name) > 100 {
 		name = string([]rune(name)[:99]) + "…"
 	}
