@@ -112,7 +112,7 @@ func (r *fanOutRepo) clone(tb testing.TB, name string) string {
 func (r *fanOutRepo) fanOut(tb testing.TB, now string, parallel int) ([]runner.Job, time.Duration, []string) {
 	tb.Helper()
 	start := time.Now()
-	out, code := r.astra(r.clone(tb, "plan-"+now), "plan", "--json", "--max-parallel", fmt.Sprint(parallel), "--now", now)
+	out, code := r.astra(r.clone(tb, "plan-"+now), "plan", "--json", "--limit", "256", "--max-parallel", fmt.Sprint(parallel), "--now", now)
 	if code != 0 {
 		tb.Fatalf("plan exited %d:\n%s", code, out)
 	}

@@ -44,9 +44,10 @@ its runner labels (runs_on: the schedule's, else its tool's, else --runs-on),
 a concurrency group (its lane's, else its own) and a timeout (its wall
 clock, chained steps included, plus 10 minutes).
 
-A plan claims at most 256 tasks, the jobs one matrix may hold (--limit);
-what is due beyond that waits for the next plan, and so do lane-mates of a
-task it claimed: one job per lane at a time. Claims allow for the jobs
+A plan processes --limit due candidates (run.limit, 10, unless given; at
+most 256, the jobs one matrix may hold); what is due beyond that waits for
+the next plan, and so do lane-mates of a task it claimed: one job per lane
+at a time. Claims allow for the jobs
 queued ahead of them (--max-parallel at once); a job that never starts
 leaves its claim to expire, and a later plan records it lost and retries it.
 
@@ -56,7 +57,7 @@ would strand the claims), 2 configuration or ledger error, 3 git or GitHub
 error before the claims were out (nothing claimed).`,
 		Example: `  astra plan --dry-run
   astra plan --json --max-parallel 8
-  astra plan --runs-on self-hosted --runs-on linux --limit 50`,
+  astra plan --runs-on self-hosted --runs-on linux --limit 256`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runPlan(cmd.Context(), o) },
 	}
@@ -65,7 +66,7 @@ error before the claims were out (nothing claimed).`,
 	f.BoolVar(&o.run.noPush, "no-push", false, "commit the claims locally, do not push")
 	f.BoolVar(&o.run.repair, "repair", false, "cut a broken ledger tail (a run killed while writing) before appending; recorded")
 	f.IntVar(&o.run.maxParallel, "max-parallel", 0, "jobs the matrix runs at once: its max-parallel, and what claim deadlines allow for (default run.max_parallel)")
-	f.IntVar(&o.limit, "limit", runner.MatrixLimit, "claim at most N tasks (at most 256, the jobs of one matrix); the rest wait for the next plan")
+	f.IntVar(&o.limit, "limit", 0, "process at most N due candidates (default run.limit, 10; at most 256, the jobs of one matrix); the rest wait for the next plan")
 	f.StringSliceVar(&o.runsOn, "runs-on", nil, "runner label(s) of jobs whose schedule and tool name none (default ubuntu-latest)")
 	f.StringVar(&o.filter.ScheduleType, "schedule-type", "", "only schedules of this type")
 	f.StringVar(&o.filter.Tenant, "tenant-id", "", "only schedules of this tenant")
@@ -75,6 +76,9 @@ error before the claims were out (nothing claimed).`,
 
 // runPlan is `astra plan`.
 func (a *app) runPlan(ctx context.Context, o planOptions) error {
+	if o.limit == 0 {
+		o.limit = a.v.GetInt("run.limit")
+	}
 	if o.limit < 1 || o.limit > runner.MatrixLimit {
 		return usageErrorf("--limit %d: a plan claims 1 to %d tasks, the jobs one GitHub Actions matrix may hold", o.limit, runner.MatrixLimit)
 	}

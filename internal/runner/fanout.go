@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -249,6 +251,10 @@ func (r *Runner) fresh(ctx context.Context) error {
 // claim that is not open for a job is refused, recorded as claim.refused,
 // and nothing runs.
 func (r *Runner) RunClaim(ctx context.Context, key string) (*Report, error) {
+	// The jobs of a matrix share GitHub's job id (the runner id): this one
+	// is named after its claim too, so the ledger tells them apart.
+	sum := sha256.Sum256([]byte(key))
+	r.opts.RunnerID += "-" + hex.EncodeToString(sum[:4])
 	if err := r.fresh(ctx); err != nil {
 		return nil, err
 	}
