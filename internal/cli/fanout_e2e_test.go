@@ -234,22 +234,23 @@ func TestFanOutMatrix(t *testing.T) {
 }
 
 // BenchmarkFanOut measures one tick of fan-out (a plan, then one job per
-// task, all at once, each a process on its own clone) against the one-job
-// workflow (run-due, one task after another) on the same work, for two
-// shapes of work: many short tasks beside a 2 s one, where the jobs' git
-// pushes (two each, to one branch) dominate, and longer tasks, where the
-// work does. It reports fan-out's wall time over the slowest task's (1 is
-// the ideal) and over the sequential run's.
+// task, each a process on its own clone) against the one-job workflow
+// (run-due, one task after another) on the same work: many short tasks
+// beside a 2 s one, where the jobs' git pushes (two each, to one branch)
+// dominate, with every job at once and with the workflow's four at once;
+// and longer tasks, where the work does. It reports fan-out's wall time
+// over the slowest task's (1 is the ideal) and over the sequential run's.
 //
 //	go test -run '^$' -bench FanOut -benchtime 3x ./internal/cli
 func BenchmarkFanOut(b *testing.B) {
 	for _, w := range []struct {
-		name        string
-		fast        int
-		slow, quick time.Duration
+		name           string
+		fast, parallel int
+		slow, quick    time.Duration
 	}{
-		{"short", 12, 2 * time.Second, 300 * time.Millisecond},
-		{"long", 6, 6 * time.Second, 3 * time.Second},
+		{"short", 12, 13, 2 * time.Second, 300 * time.Millisecond},
+		{"short-4-at-once", 12, 4, 2 * time.Second, 300 * time.Millisecond},
+		{"long", 6, 7, 6 * time.Second, 3 * time.Second},
 	} {
 		b.Run(w.name, func(b *testing.B) {
 			r := newFanOutRepo(b, w.fast, w.slow, w.quick, false)
@@ -257,7 +258,7 @@ func BenchmarkFanOut(b *testing.B) {
 			hour := 1
 			for b.Loop() {
 				at := fmt.Sprintf("2026-11-22T%02d:", hour)
-				jobs, wall, notes := r.fanOut(b, at+"00:30Z", w.fast+1)
+				jobs, wall, notes := r.fanOut(b, at+"00:30Z", w.parallel)
 				if len(jobs) != w.fast+1 {
 					b.Fatalf("%d jobs", len(jobs))
 				}
