@@ -29,8 +29,16 @@ runs (schedules/, policies/, var/approvals/, scripts/tools/, .astra.yaml, the
 workflows), and a .gitattributes line so 'git diff' shows ledger changes as
 text. It never replaces a file that exists with other content unless --force,
 which needs the init_force permission once policies exist; CODEOWNERS and
-.gitattributes are appended to.`,
+.gitattributes are appended to.
+
+With --fan-out the cron workflow fans due work out instead: a plan job
+claims what is due ('astra plan'), then each claimed task runs as a job of
+its own ('astra run --claim'), on the runner its schedule or tool names
+(runs_on), at most --max-parallel at once, one at a time per lane. Each job
+is billed on its own (rounded up to the minute, plus its start-up): worth it
+for long or uneven tasks, not for many short ones.`,
 		Example: `  astra init --owner @my-org/maintainers
+  astra init --fan-out --force   # switch the cron workflow to fan-out
   astra init --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -107,6 +115,7 @@ which needs the init_force permission once policies exist; CODEOWNERS and
 	cmd.Flags().StringVar(&opts.Owner, "owner", "", "CODEOWNERS owner of everything that decides what runs, e.g. @my-org/maintainers")
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would be written")
 	cmd.Flags().StringVar(&opts.Approver, "approver", "", "GitHub login (or @org/team) who may approve; adds the approval example (default: the login of a noreply git user.email)")
+	cmd.Flags().BoolVar(&opts.FanOut, "fan-out", false, "write the fan-out cron workflow: a plan job, then one job per claimed task")
 	byFlag(cmd, &by)
 	return cmd
 }

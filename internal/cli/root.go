@@ -89,6 +89,7 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.schedulesCmd(),
 		a.runDueCmd(),
 		a.runCmd(),
+		a.planCmd(),
 		a.approvalsCmd(),
 		a.approveCmd("approve"),
 		a.tasksCmd(),

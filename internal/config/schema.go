@@ -75,6 +75,9 @@ func (g *schemaGen) of(t reflect.Type) map[string]any {
 		return map[string]any{"type": "number", "minimum": 0, "multipleOf": 0.000001, "description": "US dollars, at most 6 decimals."}
 	case reflect.TypeFor[model.Risk]():
 		return map[string]any{"enum": []any{"low", "medium", "high"}}
+	case reflect.TypeFor[model.Labels]():
+		label := map[string]any{"type": "string", "pattern": model.LabelPattern}
+		return map[string]any{"oneOf": []any{label, map[string]any{"type": "array", "items": label, "minItems": 1, "maxItems": model.MaxRunnerLabels}}}
 	case reflect.TypeFor[model.ResultRoute]():
 		return map[string]any{"oneOf": []any{
 			map[string]any{"enum": []any{model.RouteSilent, model.RouteNotify, model.RouteMemoryUpdate, model.RouteChainNext}},

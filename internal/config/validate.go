@@ -151,7 +151,22 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags
 	if s.ApprovalTTL.D() <= 0 {
 		diags.Errorf(m.At("approval_ttl"), "", "approval_ttl must be positive")
 	}
+	validateLabels(s.RunsOn, m, diags)
 	validateRoute(cfg, s, diags)
+}
+
+// validateLabels checks runner labels (runs_on): plain names that a
+// workflow can use as they are.
+func validateLabels(labels model.Labels, m model.Meta, diags *diag.List) {
+	at := m.At("runs_on")
+	if m.Has("runs_on") && len(labels) == 0 {
+		diags.Errorf(at, "name a runner label, or leave runs_on out for the default", "runs_on is empty")
+	}
+	for _, l := range labels {
+		if !model.ValidLabel(l) {
+			diags.Errorf(at, "use a runner label such as ubuntu-latest or self-hosted: letters, digits, _ . - (at most 100)", "invalid runner label %q", l)
+		}
+	}
 }
 
 func validateRoute(cfg *model.Config, s *model.Schedule, diags *diag.List) {
@@ -267,6 +282,7 @@ func validateTools(root string, p *model.Policies, diags *diag.List) {
 		if t.Kind != model.KindHTTP && (t.URL != "" || t.SignatureSecretEnv != "" || len(t.Headers) > 0) {
 			diags.Errorf(m.At("url"), "", "url, headers and signature_secret_env only apply to http tools")
 		}
+		validateLabels(t.RunsOn, m, diags)
 	}
 }
 

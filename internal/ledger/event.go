@@ -21,6 +21,8 @@ const (
 	RunSkipped        Kind = "run.skipped"
 	RunRetryScheduled Kind = "run.retry_scheduled"
 	RunDeadLettered   Kind = "run.dead_lettered"
+	RunStarted        Kind = "run.started"   // a fan-out job took the claim its plan made for it
+	ClaimRefused      Kind = "claim.refused" // astra run --claim of a claim that is not open for a job
 
 	DeadLetterReleased Kind = "dead_letter.released"
 
@@ -74,6 +76,10 @@ const (
 	ReasonBudgetExceeded = "budget_exceeded"
 	ReasonLost           = "lost" // claimed, runner died before recording an outcome
 	ReasonExit           = "exit" // non-zero exit or HTTP error
+
+	// ReasonFanOut marks a run.claimed made by astra plan for a job of a
+	// GitHub Actions matrix: the job takes it with astra run --claim.
+	ReasonFanOut = "fan_out"
 )
 
 // Statuses: the status field of events, in a word.
@@ -82,6 +88,7 @@ const (
 	StatusFailed     = "failed"
 	StatusSkipped    = "skipped"
 	StatusClaimed    = "claimed"
+	StatusStarted    = "started"
 	StatusRetry      = "retry"
 	StatusDeadLetter = "dead_letter"
 	StatusReleased   = "released"

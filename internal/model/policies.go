@@ -48,6 +48,7 @@ type Tool struct {
 	Idempotent         bool              `yaml:"idempotent" json:"idempotent,omitempty" doc:"Safe to retry with the same input."`
 	RiskLevel          Risk              `yaml:"risk_level" json:"risk_level" doc:"low, medium or high."`
 	Rollback           []string          `yaml:"rollback" json:"rollback,omitempty" doc:"argv of a compensating command for 'astra rollback'."`
+	RunsOn             Labels            `yaml:"runs_on" json:"runs_on,omitempty" doc:"astra plan: GitHub Actions runner label(s) of the jobs that run this tool, unless the schedule names its own."`
 }
 
 // TaskPolicy decides whether a task type may run without approval (seed 001).

@@ -81,6 +81,7 @@ type Schedule struct {
 	Retry          Retry          `yaml:"retry" json:"retry"`
 	Catchup        Catchup        `yaml:"catchup" json:"catchup"`
 	Lane           string         `yaml:"lane" json:"lane,omitempty" doc:"Schedules sharing a lane never run concurrently."`
+	RunsOn         Labels         `yaml:"runs_on" json:"runs_on,omitempty" doc:"astra plan: GitHub Actions runner label(s) of this schedule's job (default the tool's runs_on, else ubuntu-latest)."`
 	ResultRoute    ResultRoute    `yaml:"result_route" json:"result_route"`
 	ApprovalTTL    Duration       `yaml:"approval_ttl" json:"approval_ttl" doc:"How long an approval request stays valid (default 24h)."`
 	Quarantine     bool           `yaml:"quarantine" json:"quarantine,omitempty" doc:"Stop all future slots once a slot is dead-lettered, until released."`

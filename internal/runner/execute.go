@@ -22,6 +22,10 @@ import (
 // lane's claims and leave its schedules alone meanwhile (see decideDue).
 // Everything a task records goes through s.mu.
 func (s *session) execute(ctx context.Context, tasks []*task) {
+	if s.fan != nil {
+		s.fan.hand() // astra plan: the claims are out; the matrix's jobs run them
+		return
+	}
 	var queues [][]*task
 	lanes := map[string]int{}
 	for _, t := range tasks {

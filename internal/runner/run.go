@@ -176,6 +176,7 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 func (s *session) decideDue(ctx context.Context) ([]*task, error) {
 	cands := plan.Due(s.r.cfg, s.state(), s.now, s.r.opts.Filter)
 	busy := s.busyLanes()
+	s.fan.lanes(busy)
 	var tasks []*task
 	processed := 0
 	for _, c := range cands {
@@ -292,7 +293,7 @@ func (s *session) newTask(kind plan.Kind, sc *model.Schedule, slot time.Time, ke
 
 // gate applies every gate to t and records the decision; true means run.
 func (s *session) gate(ctx context.Context, t *task) (bool, error) {
-	d := gate.Check(gate.Input{Schedule: t.sched, Policies: &s.r.cfg.Policies, State: s.state(), Now: s.now})
+	d := gate.Check(gate.Input{Schedule: t.sched, Policies: &s.r.cfg.Policies, State: s.state(), Now: s.now, Held: s.fan.held()})
 	switch d.Action {
 	case gate.Skip:
 		return false, s.skip(t, d.Reason, d.Detail)
@@ -335,6 +336,7 @@ func (s *session) claim(t *task) error {
 	ev.Runner = s.r.opts.RunnerID
 	ev.Limit = gate.Reserve(t.sched, t.tool) // held against the global budget until the outcome
 	ev.ExpiresAt = s.now.Add(t.sched.Budget.MaxWallClock.D() + claimMargin)
+	s.fan.claim(s, t, ev)
 	evs := []*ledger.Event{ev}
 	if g := t.grant; g != nil {
 		// Consumed as the run starts: one approval is one run, even if this

@@ -132,6 +132,7 @@ type session struct {
 	touched []string  // files other than the journal's this run changed (token files)
 	held    money.USD // cost caps of the runs running now (under mu)
 	spills  []string  // spill refs merged by this run
+	fan     *fanOut   // astra plan: claims go to a job matrix, nothing runs here (fanout.go)
 }
 
 // open replays the ledger and starts a journal, repairing a broken tail

@@ -23,6 +23,15 @@ import (
 //go:embed all:files
 var files embed.FS
 
+// fanOutWorkflow replaces the cron workflow with --fan-out: a plan job,
+// then a matrix of one job per claimed task.
+//
+//go:embed fanout/astra.yml
+var fanOutWorkflow []byte
+
+// cronWorkflow is the scaffold file fanOutWorkflow replaces.
+const cronWorkflow = ".github/workflows/astra.yml"
+
 // Result says what Init did to each file.
 type Result struct {
 	Created   []string `json:"created"`
@@ -38,6 +47,7 @@ type Options struct {
 	Force  bool   // replace files that exist with other content
 	Owner  string // CODEOWNERS owner such as @my-org/maintainers; "" leaves the lines commented
 	DryRun bool   // report only
+	FanOut bool   // the cron workflow fans due work out to a job matrix (astra plan, astra run --claim)
 	// ActionVersion is the ref the workflows pin the astra action to
 	// (uses: astra-gitops/astra@<ref>); "" means ActionRef(buildinfo.Version()).
 	ActionVersion string
@@ -135,6 +145,9 @@ func Init(root string, opts Options) (Result, error) {
 		data, err := files.ReadFile("files/" + rel)
 		if err != nil {
 			return r, err
+		}
+		if opts.FanOut && rel == cronWorkflow {
+			data = fanOutWorkflow
 		}
 		data = bytes.ReplaceAll(data, []byte(versionPlaceholder), []byte(ref))
 		if example {

@@ -109,6 +109,17 @@ type Open struct {
 	Tier       int       `json:"tier,omitempty"`
 	Error      string    `json:"error,omitempty"`   // last failure, for a retry
 	Reserve    money.USD `json:"reserve,omitempty"` // a claim's cost cap, held against the global budget until its outcome
+	// A claim astra plan made for a job of a GitHub Actions matrix, which
+	// takes it (run.started) and runs it with astra run --claim.
+	Plan *PlanDetail `json:"plan,omitempty"`
+}
+
+// PlanDetail is what a fan-out claim carries for its job: how the plan
+// decided it (the Detail of its run.claimed), and when a job took it.
+type PlanDetail struct {
+	Approved bool            `json:"approved,omitempty"` // the claim consumed an approval: the job runs it as approved
+	Event    json.RawMessage `json:"event,omitempty"`    // the triggering event, as approved
+	Started  time.Time       `json:"started,omitzero"`   // when a job took it (run.started)
 }
 
 // DeadLetter is a slot that failed every attempt (seed 002 dead letter).
@@ -318,6 +329,17 @@ type ApprovalDetail struct {
 	Settles    bool            `json:"settles,omitempty"`    // approval.refused: the request ends with it
 }
 
+// planOf is the plan detail of a fan-out claim, nil for any other.
+func planOf(e *ledger.Event) *PlanDetail {
+	if e.Reason != ledger.ReasonFanOut {
+		return nil
+	}
+	d := &PlanDetail{}
+	_ = json.Unmarshal(e.Detail, d) // absent: a plain claim for a job
+	d.Started = time.Time{}         // only run.started says when a job took it
+	return d
+}
+
 func detailOf(e *ledger.Event) ApprovalDetail {
 	var d ApprovalDetail
 	_ = json.Unmarshal(e.Detail, &d) // absent or unreadable: no detail
@@ -349,10 +371,16 @@ func (s *State) Apply(e *ledger.Event) {
 		s.putOpen(e.IdempotencyKey, &Open{
 			ScheduleID: e.ScheduleID, Slot: e.Slot, Mode: e.Mode, Status: OpenClaimed, Attempt: max(e.Attempt, 1),
 			ClaimedAt: e.TS, Deadline: e.ExpiresAt, Runner: e.Runner, TraceID: e.TraceID, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier,
-			Reserve: e.Limit,
+			Reserve: e.Limit, Plan: planOf(e),
 		})
 		if e.Actor != "" && e.TS.After(s.Now.Add(-rateWindow)) {
 			s.ActorRuns[e.Actor] = append(s.ActorRuns[e.Actor], e.TS)
+		}
+	case ledger.RunStarted:
+		// A job took its plan's claim: from now on the claim is its own,
+		// until a deadline measured from its start.
+		if o := s.Open[e.IdempotencyKey]; o != nil && o.Status == OpenClaimed && o.Plan != nil {
+			o.Plan.Started, o.Runner, o.Deadline = e.TS, e.Runner, e.ExpiresAt
 		}
 	case ledger.RunCompleted, ledger.RunFailed:
 		s.delOpen(e.IdempotencyKey)

@@ -484,7 +484,7 @@ func TestActionSteps(t *testing.T) {
 			t.Errorf("input %s is gone", in)
 		}
 	}
-	for _, out := range []string{"ran", "failed", "skipped", "awaiting-approval", "exit-status"} {
+	for _, out := range []string{"ran", "failed", "skipped", "awaiting-approval", "exit-status", "matrix", "count", "max-parallel"} {
 		if action.Outputs[out] == nil {
 			t.Errorf("output %s is gone", out)
 		}
