@@ -261,6 +261,7 @@ func (s *session) syncSchedules() error {
 	for _, id := range gone {
 		evs = append(evs, &ledger.Event{Event: ledger.ScheduleDeleted, ScheduleID: id, Status: ledger.StatusDeleted})
 	}
+	s.attribute(evs)
 	return s.j.Record(evs...)
 }
 
