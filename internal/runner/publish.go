@@ -71,6 +71,9 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	if changed {
 		s.report.Commit = hash
 	}
+	if !changed && s.report.Pushed && s.pushed == len(s.j.Recorded()) {
+		return nil // the remote has all of it already (an outcome pushed at once)
+	}
 	if s.r.opts.NoPush {
 		s.pushed = len(s.j.Recorded())
 		return nil
