@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -105,7 +107,13 @@ func isTerminal(w io.Writer) bool {
 }
 
 func (a *app) printTasks(ts []introspect.Task) error {
-	return printRows(a, ts, "no tasks", "STARTED\tSTATUS\tRUN\tTOOL\tTIER\tUSAGE\tDETAIL", func(t introspect.Task) string {
+	// A TENANT column only where tenants exist.
+	tenants := slices.ContainsFunc(ts, func(t introspect.Task) bool { return t.Tenant != "" })
+	header := "STARTED\tSTATUS\tRUN\tTOOL\tTIER\tUSAGE\tDETAIL"
+	if tenants {
+		header = "STARTED\tSTATUS\tRUN\tTENANT\tTOOL\tTIER\tUSAGE\tDETAIL"
+	}
+	return printRows(a, ts, "no tasks", header, func(t introspect.Task) string {
 		detail := t.Reason
 		if t.Error != "" {
 			detail = strings.TrimSpace(detail + " " + t.Error)
@@ -117,7 +125,11 @@ func (a *app) printTasks(ts []introspect.Task) error {
 		if !t.Usage.IsZero() {
 			usage = fmt.Sprintf("%dtok %s %dms", t.Usage.Tokens, t.Usage.Cost.Dollars(), t.Usage.WallClockMS)
 		}
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s", t.Started.Format(time.RFC3339), t.Status, t.RunID, t.Tool, t.Tier, usage, truncate(detail, 120))
+		run := t.RunID
+		if tenants {
+			run += "\t" + cmp.Or(t.Tenant, "-")
+		}
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%d\t%s\t%s", t.Started.Format(time.RFC3339), t.Status, run, t.Tool, t.Tier, usage, truncate(detail, 120))
 	})
 }
 

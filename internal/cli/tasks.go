@@ -26,6 +26,7 @@ func (a *app) tasksListCmd() *cobra.Command {
 		Short: "List runs, newest first",
 		Example: `  astra tasks list
   astra tasks list --schedule autonomous_coding --status failed --since 72h
+  astra tasks list --actor n8n_workflow_7 --tenant zora_shop
   astra tasks list --status skipped --limit 5 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -51,6 +52,8 @@ func (a *app) tasksListCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&schedule, "schedule", "", "only this schedule (id or name)")
+	cmd.Flags().StringVar(&q.Actor, "actor", "", "only runs as this actor (its exact id)")
+	cmd.Flags().StringVar(&q.Tenant, "tenant", "", "only runs of this tenant's schedules")
 	cmd.Flags().StringVar(&q.Status, "status", "", "running, completed, failed, skipped, rolled_back or all (default: runs, not skips)")
 	cmd.Flags().StringVar(&since, "since", "", "how far back: a duration (72h, 7d) or an RFC3339 time (default: this month)")
 	cmd.Flags().IntVar(&q.Limit, "limit", 50, "at most this many, newest first (0 = all)")

@@ -279,11 +279,55 @@ func validateTools(root string, p *model.Policies, diags *diag.List) {
 		if t.Kind != model.KindExec && (len(t.Command) > 0 || len(t.Env) > 0) {
 			diags.Errorf(m.At("command"), "", "command and env only apply to exec tools")
 		}
+		if t.Kind != model.KindExec && len(t.Writes) > 0 {
+			diags.Errorf(m.At("writes"), "", "writes only applies to exec tools")
+		}
+		for _, g := range t.Writes {
+			if msg := checkWrites(g); msg != "" {
+				diags.Errorf(m.At("writes"), "declare paths inside the repository that astra does not manage, such as reports/**", "writes pattern %q %s", g, msg)
+			}
+		}
 		if t.Kind != model.KindHTTP && (t.URL != "" || t.SignatureSecretEnv != "" || len(t.Headers) > 0) {
 			diags.Errorf(m.At("url"), "", "url, headers and signature_secret_env only apply to http tools")
 		}
 		validateLabels(t.RunsOn, m, diags)
 	}
+}
+
+// Paths no tool may declare it writes: astra's own state, git, and what
+// decides what runs. A pattern whose first segment can name one of them
+// could reach into it.
+var (
+	reservedDirs  = []string{"var", ".git", SchedulesDir, PoliciesDir}
+	reservedFiles = []string{".astra.yaml"}
+)
+
+// checkWrites says what is wrong with a writes pattern, "" when nothing.
+func checkWrites(g string) string {
+	segs := strings.Split(g, "/")
+	switch {
+	case g == "":
+		return "is empty"
+	case !model.ValidGlob(g):
+		return "is not a valid glob"
+	case path.IsAbs(g) || slices.Contains(segs, ".."):
+		return "escapes the repository"
+	case path.Clean(g) != g || slices.Contains(segs, "."):
+		return "is not written as a clean path (no ./, // or trailing /)"
+	case segs[0] == "**":
+		return "matches every path, astra's own var/ included"
+	}
+	for _, d := range reservedDirs {
+		if ok, _ := path.Match(segs[0], d); ok && len(segs) > 1 {
+			return "reaches into " + d + "/, which astra manages"
+		}
+	}
+	for _, f := range reservedFiles {
+		if ok, _ := path.Match(segs[0], f); ok && len(segs) == 1 {
+			return "matches " + f + ", which astra manages"
+		}
+	}
+	return ""
 }
 
 // validateRepoCommand checks a command that is a repository path (it has a

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -53,6 +54,10 @@ func (e *Executor) runExec(ctx context.Context, req Request) Result {
 	errw := &countingWriter{w: out, g: g}
 	cmd.Stderr = errw
 
+	// The parent-death signal follows the thread that starts the tool: this
+	// goroutine keeps that thread to itself until the tool has exited.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		msg := err.Error()
@@ -63,6 +68,13 @@ func (e *Executor) runExec(ctx context.Context, req Request) Result {
 		}
 		return Result{Status: StatusFailed, Reason: ReasonError, Error: msg}
 	}
+	release := watchGroup(cmd.Process.Pid)
+	defer func() {
+		// However this returns, a panic included, the group goes: the tool
+		// may have left children behind even when it exited itself.
+		signalGroup(cmd, syscall.SIGKILL)
+		release()
+	}()
 
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -96,8 +108,6 @@ func (e *Executor) runExec(ctx context.Context, req Request) Result {
 	for _, t := range timers {
 		t.Stop()
 	}
-	// The tool may have left children behind even when it exited itself.
-	signalGroup(cmd, syscall.SIGKILL)
 
 	u, exceeded := g.snapshot(time.Since(start))
 	res := Result{Status: StatusOK, Output: out.String(), Usage: u}

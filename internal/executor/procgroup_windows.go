@@ -10,3 +10,6 @@ import (
 func setGroup(*exec.Cmd) {}
 
 func signalGroup(cmd *exec.Cmd, _ syscall.Signal) { _ = cmd.Process.Kill() }
+
+// watchGroup has no reaper to hand the tool to on Windows.
+func watchGroup(int) (release func()) { return func() {} }

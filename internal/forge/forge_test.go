@@ -433,8 +433,48 @@ func TestCommentIssueDedupe(t *testing.T) {
 	if n := srv.CountRequests("POST", "/repos/octo/widgets/issues/1/comments"); n != 244 {
 		t.Fatalf("%d comments posted, want 244", n)
 	}
-	if err := c.CommentIssue(ctx, 1, "x", "bad key -->"); err == nil {
-		t.Fatal("a dedupe key that could close the marker was accepted")
+}
+
+// A run id ("<key>#<attempt>") and a chained step's key ('>') are dedupe
+// keys as good as any: each is posted once, and nothing in a key can end
+// the hidden marker early or make it match another key's.
+func TestCommentIssueDedupesAnyKey(t *testing.T) {
+	srv, c, _ := setup(t)
+	ctx := context.Background()
+	if _, _, err := c.CreateIssue(ctx, "astra: results", "body", nil); err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{
+		"note@2026-11-22T09:00:00Z#1",
+		"note@2026-11-22T09:00:00Z#2",
+		"note@2026-11-22T09:00:00Z>after#1",
+		"note@event:deploy:x y -->#1",
+		"note@event:deploy:x%20y%20--%3E#1", // what the key above encodes to, as a literal
+		"x@manual:" + strings.Repeat("k", 300) + "#1",
+	}
+	for round := 0; round < 2; round++ {
+		for _, k := range keys {
+			if err := c.CommentIssue(ctx, 1, "ran "+k, k); err != nil {
+				t.Fatalf("CommentIssue(%q): %v", k, err)
+			}
+		}
+	}
+	if n := srv.CountRequests("POST", "/repos/octo/widgets/issues/1/comments"); n != len(keys) {
+		t.Fatalf("%d comments posted for %d keys twice, want one each", n, len(keys))
+	}
+	comments, _, err := srv.Client(aliceToken).Issues.ListComments(ctx, "octo", "widgets", 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range comments {
+		body := cm.GetBody()
+		start := strings.Index(body, "<!-- astra:")
+		if start < 0 || strings.Count(body[start:], "-->") != 1 || !strings.HasSuffix(body, " -->") || len(body)-start > 230 {
+			t.Errorf("marker not closed exactly once at the end, or too long: %q", body)
+		}
+	}
+	if !strings.Contains(comments[0].GetBody(), "<!-- astra:note@2026-11-22T09:00:00Z#1 -->") {
+		t.Errorf("a run id is written as it is: %q", comments[0].GetBody())
 	}
 }
 

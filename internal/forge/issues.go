@@ -2,8 +2,11 @@ package forge
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -106,10 +109,32 @@ func (c *Client) IsApprover(ctx context.Context, login string, allowed []string)
 // markerRE matches astra's hidden comment markers.
 var markerRE = regexp.MustCompile(`\s*<!-- astra:[^>]*-->`)
 
-var dedupeKeyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/@+=-]{0,199}$`)
+// maxMarkerKey bounds the key written into a marker; a longer key is
+// written as its hash.
+const maxMarkerKey = 200
 
 // markerFor is the hidden HTML comment CommentIssue appends for dedupeKey.
-func markerFor(dedupeKey string) string { return "<!-- astra:" + dedupeKey + " -->" }
+// Any key may be given (a run id has '#', a chained step's key '>'): every
+// byte outside letters, digits and _.:/@+=#- is written as %XX, so nothing
+// in a key can end the comment, and two keys never share a marker. Keys
+// made only of those characters keep the markers earlier versions wrote.
+func markerFor(dedupeKey string) string {
+	var b strings.Builder
+	for i := 0; i < len(dedupeKey); i++ {
+		c := dedupeKey[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("_.:/@+=#-", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	key := b.String()
+	if len(key) > maxMarkerKey {
+		sum := sha256.Sum256([]byte(dedupeKey))
+		key = "sha256-" + hex.EncodeToString(sum[:])
+	}
+	return "<!-- astra:" + key + " -->"
+}
 
 // CommentIssue comments on an issue or pull request. With a dedupeKey, the
 // comment carries the hidden marker <!-- astra:<dedupeKey> --> and nothing
@@ -120,9 +145,6 @@ func markerFor(dedupeKey string) string { return "<!-- astra:" + dedupeKey + " -
 func (c *Client) CommentIssue(ctx context.Context, issue int, body, dedupeKey string) error {
 	marker := ""
 	if dedupeKey != "" {
-		if !dedupeKeyRE.MatchString(dedupeKey) {
-			return c.failf("comment on #%d: dedupe key %q must be letters, digits and _.:/@+=- (no spaces or '>')", issue, dedupeKey)
-		}
 		marker = markerFor(dedupeKey)
 		body = strings.TrimRight(body, "\n") + "\n\n" + marker
 	}

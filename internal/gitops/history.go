@@ -3,6 +3,7 @@ package gitops
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -97,4 +98,111 @@ func (r *Repo) fileSize(ref plumbing.ReferenceName, path string) (int64, bool, e
 		return 0, false, fmt.Errorf("read %s in %s: %w", p, ref.Short(), err)
 	}
 	return size, true, nil
+}
+
+// Change is the commit that last changed a path.
+type Change struct {
+	Commit string // full hash
+	Author string // the author's name
+	Email  string // and email
+	When   time.Time
+	// Shallow: the checkout's history ends at this commit (a depth-1
+	// clone), so the change is in it or in a commit before it.
+	Shallow bool
+}
+
+// LastChanges finds, for each path (a file or a directory; absent counts
+// as a version), the newest commit whose version of it differs from its
+// first parent's, following first parents from HEAD (the checkout, where
+// schedules and policies are read). One walk serves every path and reads
+// at most limit commits, and only the trees along the paths in each; a
+// path not changed within them is left out of the result.
+func (r *Repo) LastChanges(paths []string, limit int) (map[string]Change, error) {
+	out := map[string]Change{}
+	cur := map[string]plumbing.Hash{} // the version of each path still sought, at c
+	for _, path := range paths {
+		p, err := r.cleanPath(path)
+		if err != nil {
+			return nil, err
+		}
+		cur[p] = plumbing.ZeroHash
+	}
+	head, err := r.repo.Head()
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return out, nil // unborn: nothing committed yet
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read HEAD: %w", err)
+	}
+	shallow, err := r.st.Shallow()
+	if err != nil {
+		return nil, err
+	}
+	boundary := map[plumbing.Hash]bool{}
+	for _, s := range shallow {
+		boundary[s] = true
+	}
+	c, err := object.GetCommit(r.st, head.Hash())
+	if err != nil {
+		return nil, fmt.Errorf("read HEAD %s: %w", head.Hash(), err)
+	}
+	for p := range cur {
+		if cur[p], err = r.versionAt(c, p); err != nil {
+			return nil, err
+		}
+	}
+	for range limit {
+		if len(cur) == 0 {
+			break
+		}
+		found := Change{Commit: c.Hash.String(), Author: c.Author.Name, Email: c.Author.Email, When: c.Author.When.UTC()}
+		if len(c.ParentHashes) == 0 {
+			for p, v := range cur {
+				if !v.IsZero() { // the root commit added it
+					out[p] = found
+				}
+			}
+			break
+		}
+		parent, err := object.GetCommit(r.st, c.ParentHashes[0])
+		if boundary[c.Hash] || errors.Is(err, plumbing.ErrObjectNotFound) {
+			found.Shallow = true
+			for p := range cur {
+				out[p] = found
+			}
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read commit %s: %w", c.ParentHashes[0], err)
+		}
+		for p, v := range cur {
+			prev, err := r.versionAt(parent, p)
+			if err != nil {
+				return nil, err
+			}
+			if prev != v {
+				out[p] = found
+				delete(cur, p)
+			}
+		}
+		c = parent
+	}
+	return out, nil
+}
+
+// versionAt is the hash of path's blob or tree in commit c; zero when the
+// commit has no such path.
+func (r *Repo) versionAt(c *object.Commit, p string) (plumbing.Hash, error) {
+	t, err := object.GetTree(r.st, c.TreeHash)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("read tree of %s: %w", c.Hash, err)
+	}
+	e, err := t.FindEntry(p)
+	if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("read %s in %s: %w", p, c.Hash, err)
+	}
+	return e.Hash, nil
 }

@@ -97,3 +97,48 @@ func TestFileSizes(t *testing.T) {
 	check("RemoteFileSize", s.RemoteFileSize, ledger, 0, false)
 	check("CommittedFileSize", s.CommittedFileSize, ledger, 0, false)
 }
+
+// TestLastChanges: the commit that last changed a file (or directory) is
+// found by walking first parents from HEAD, past astra's own commits; a
+// deletion is a change; a shallow clone names its boundary as such.
+func TestLastChanges(t *testing.T) {
+	remote := newRemote(t)
+	dir := cloneCLI(t, fileURL(remote), false)
+	writeFile(t, dir, "schedules/b.yaml", "id: b\n")
+	gitCmd(t, dir, "add", "-A")
+	gitCmd(t, dir, "-c", "user.name=Alice", "-c", "user.email=alice@example.com", "commit", "-q", "--author", "Alice <alice@example.com>", "-m", "add b")
+	added := gitCmd(t, dir, "rev-parse", "HEAD")
+	r := open(t, dir)
+	for i := range 3 { // astra's ledger commits on top
+		writeFile(t, dir, ledger, strings.Repeat("line\n", i+1))
+		if _, _, err := r.Commit("astra: run", ledger); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(r *Repo, path string, limit int, want string, wantOK, shallow bool) {
+		t.Helper()
+		all, err := r.LastChanges([]string{path, "policies/p.yaml"}, limit)
+		ch, ok := all[path]
+		if err != nil || ok != wantOK || (ok && (ch.Commit != want || ch.Shallow != shallow)) {
+			t.Fatalf("LastChanges(%s, %d) = %+v %v %v; want %s %v shallow %v", path, limit, ch, ok, err, want, wantOK, shallow)
+		}
+	}
+	check(r, "schedules/b.yaml", 10, added, true, false)
+	check(r, "schedules", 10, added, true, false)
+	check(r, "schedules/b.yaml", 3, "", false, false) // not within the last 3 commits
+	if all, _ := r.LastChanges([]string{"schedules/b.yaml"}, 10); all["schedules/b.yaml"].Author != "Alice" || all["schedules/b.yaml"].Email != "alice@example.com" {
+		t.Fatalf("author %+v", all)
+	}
+	seed1 := gitCmd(t, dir, "rev-list", "--max-parents=0", "HEAD")
+	check(r, "README.md", 50, seed1, true, false) // added by the root commit
+	check(r, "nothing.yaml", 50, "", false, false)
+
+	gitCmd(t, dir, "rm", "-q", "schedules/b.yaml")
+	gitCmd(t, dir, "commit", "-q", "-m", "drop b")
+	dropped := gitCmd(t, dir, "rev-parse", "HEAD")
+	check(open(t, dir), "schedules/b.yaml", 10, dropped, true, false)
+
+	shallow := cloneCLI(t, fileURL(remote), true)
+	tip := gitCmd(t, shallow, "rev-parse", "HEAD")
+	check(open(t, shallow), "schedules/a.yaml", 10, tip, true, true)
+}

@@ -30,6 +30,7 @@ type Task struct {
 	Attempt    int          `json:"attempt"`
 	Mode       string       `json:"scheduled_vs_manual"`
 	Actor      string       `json:"actor"`
+	Tenant     string       `json:"tenant,omitempty"`
 	Tool       string       `json:"tool"`
 	Tier       int          `json:"tier"`
 	TraceID    string       `json:"trace_id,omitempty"`
@@ -41,6 +42,8 @@ type Task struct {
 // Query selects tasks.
 type Query struct {
 	Schedule string    // id
+	Actor    string    // runs as this actor
+	Tenant   string    // runs of schedules of this tenant
 	Status   string    // running, completed, failed, skipped, rolled_back, all; "" = runs (not skips)
 	Since    time.Time // earliest event time read; zero: the current month
 	TraceID  string
@@ -69,7 +72,7 @@ func Tasks(store *ledger.Store, now time.Time, q Query) ([]Task, error) {
 		if q.TraceID != "" && e.TraceID != q.TraceID {
 			return nil
 		}
-		if q.Schedule != "" && e.ScheduleID != q.Schedule {
+		if q.Schedule != "" && e.ScheduleID != q.Schedule || q.Actor != "" && e.Actor != q.Actor || q.Tenant != "" && e.Tenant != q.Tenant {
 			return nil
 		}
 		id := e.RunID()
@@ -135,7 +138,7 @@ func Tasks(store *ledger.Store, now time.Time, q Query) ([]Task, error) {
 
 func fromEvent(e *ledger.Event) Task {
 	return Task{RunID: e.RunID(), ScheduleID: e.ScheduleID, Key: e.IdempotencyKey, Slot: e.Slot, Started: e.TS,
-		Attempt: max(e.Attempt, 1), Mode: e.Mode, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier, TraceID: e.TraceID}
+		Attempt: max(e.Attempt, 1), Mode: e.Mode, Actor: e.Actor, Tenant: e.Tenant, Tool: e.Tool, Tier: e.Tier, TraceID: e.TraceID}
 }
 
 // ByTrace lists every task of one trace (a run, its retries and chained

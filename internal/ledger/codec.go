@@ -37,6 +37,7 @@ func AppendJSON(dst []byte, e *Event) []byte {
 	dst = appendStringField(dst, `,"tool":`, e.Tool, true)
 	dst = append(dst, `,"tier":`...)
 	dst = strconv.AppendInt(dst, int64(e.Tier), 10)
+	dst = appendStringField(dst, `,"autonomy":`, e.Autonomy, false)
 	dst = appendStringField(dst, `,"status":`, e.Status, true)
 	dst = appendStringField(dst, `,"reason":`, e.Reason, false)
 	dst = appendStringField(dst, `,"trace_id":`, e.TraceID, true)
@@ -196,6 +197,7 @@ type decoder struct {
 	lastKey, lastTrace                           string
 	lastEvent, lastSched, lastActor, lastTool    string
 	lastStatus, lastMode, lastTenant, lastReason string
+	lastAutonomy                                 string
 }
 
 // newDecoder returns a decoder with an empty intern table.
@@ -254,7 +256,7 @@ func (s *scanner) errorf(format string, args ...any) error {
 // fieldNames lists the keys Decode understands, to refuse keys that differ
 // only in case (encoding/json would match those; we would not).
 var fieldNames = []string{"seq", "ts", "event", "schedule_id", "slot", "idempotency_key", "actor", "tenant", "tool",
-	"tier", "status", "reason", "trace_id", "scheduled_vs_manual", "attempt", "usage", "output", "error", "pr", "by",
+	"tier", "autonomy", "status", "reason", "trace_id", "scheduled_vs_manual", "attempt", "usage", "output", "error", "pr", "by",
 	"expires_at", "payload_hash", "retry_at", "runner", "period", "threshold", "spent_usd", "limit_usd", "detail", "prev"}
 
 func (s *scanner) event(d *decoder, e *Event) (prev []byte, err error) {
@@ -298,6 +300,8 @@ func (s *scanner) event(d *decoder, e *Event) (prev []byte, err error) {
 			e.Tool, err = s.interned(d, &d.lastTool)
 		case "tier":
 			e.Tier, err = s.smallInt()
+		case "autonomy":
+			e.Autonomy, err = s.interned(d, &d.lastAutonomy)
 		case "status":
 			e.Status, err = s.interned(d, &d.lastStatus)
 		case "reason":

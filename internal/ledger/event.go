@@ -40,6 +40,10 @@ const (
 	BudgetPaused   Kind = "budget.paused"
 	BudgetResumed  Kind = "budget.resumed"
 
+	// CatchupDropped summarises, once per schedule and run, the slots its
+	// catch-up policy left out (count, first and last in Detail).
+	CatchupDropped Kind = "catchup.dropped"
+
 	ScheduleCreated Kind = "schedule.created"
 	ScheduleUpdated Kind = "schedule.updated"
 	ScheduleDeleted Kind = "schedule.deleted"
@@ -103,6 +107,7 @@ const (
 	StatusExceeded   = "exceeded"
 	StatusResumed    = "resumed"
 	StatusDeleted    = "deleted"
+	StatusDropped    = "dropped"
 	StatusStored     = "stored"
 	StatusPurged     = "purged"
 )
@@ -149,6 +154,7 @@ type Event struct {
 	Tenant         string    `json:"tenant,omitempty"`
 	Tool           string    `json:"tool"`
 	Tier           int       `json:"tier"`
+	Autonomy       string    `json:"autonomy,omitempty"` // L0..L3 of a run's schedule
 	Status         string    `json:"status"`
 	Reason         string    `json:"reason,omitempty"`
 	TraceID        string    `json:"trace_id"`

@@ -26,7 +26,7 @@ func sample(i int) *Event {
 	return &Event{
 		TS: t0.Add(time.Duration(i) * time.Minute), Event: RunCompleted, ScheduleID: "sch_1234abcd", Slot: slot,
 		IdempotencyKey: "sch_1234abcd@" + slot.Format(time.RFC3339), Actor: "n8n_workflow_7", Tenant: "zora",
-		Tool: "deploy_to_vercel", Tier: 2, Status: "ok", Reason: ReasonBudgetExceeded, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
+		Tool: "deploy_to_vercel", Tier: 2, Autonomy: "L2", Status: "ok", Reason: ReasonBudgetExceeded, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
 		Mode: ModeScheduled, Attempt: 2, Usage: Usage{Tokens: 1200, Cost: 12_500, WallClockMS: 2300, ToolCalls: 3},
 		Output: "line one\nquote \" backslash \\ tab\t <html> & ünïcødé \u2028 \x01 end", Error: "exit status 1",
 		PR: 42, By: "octocat", ExpiresAt: slot.Add(24 * time.Hour), PayloadHash: "sha256:abcd", RetryAt: slot.Add(5 * time.Second),

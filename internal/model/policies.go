@@ -49,6 +49,18 @@ type Tool struct {
 	RiskLevel          Risk              `yaml:"risk_level" json:"risk_level" doc:"low, medium or high."`
 	Rollback           []string          `yaml:"rollback" json:"rollback,omitempty" doc:"argv of a compensating command for 'astra rollback'."`
 	RunsOn             Labels            `yaml:"runs_on" json:"runs_on,omitempty" doc:"astra plan: GitHub Actions runner label(s) of the jobs that run this tool, unless the schedule names its own."`
+	Writes             []string          `yaml:"writes" json:"writes,omitempty" doc:"exec: repository paths the tool writes, as globs such as reports/** (* within a path segment, ** across); what it changes there is committed with its run, anything else it changes is reported and left alone."`
+}
+
+// Declares reports whether the tool declares that it writes path (a slash
+// path relative to the repository root).
+func (t *Tool) Declares(path string) bool {
+	for _, g := range t.Writes {
+		if Glob(g, path) {
+			return true
+		}
+	}
+	return false
 }
 
 // TaskPolicy decides whether a task type may run without approval (seed 001).

@@ -40,8 +40,10 @@ type Candidate struct {
 	Key      string
 	Mode     string // scheduled | manual | event
 	Attempt  int    // 1 for a first run
-	Missed   int    // older slots superseded by this one (catch-up latest/skip)
-	Open     *state.Open
+	Missed   int    // older slots dropped by the catch-up policy (a count above model.MaxMissedCount means more)
+	// MissedFirst and MissedLast are the oldest and newest of those slots.
+	MissedFirst, MissedLast time.Time
+	Open                    *state.Open
 }
 
 // Filter narrows a plan (run-due flags).
@@ -204,17 +206,19 @@ func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 	base := time.Time{}
 	if sc != nil {
 		base = sc.LastSlot
-		if base.IsZero() {
-			base = sc.CreatedAt
-		}
+	}
+	if base.IsZero() && s.RunImmediately {
+		// No slot of its own recorded yet: run_immediately runs once, now,
+		// whether the schedule came with the repository's first run or was
+		// added later (its schedule.created is recorded before planning).
+		slot := now.Truncate(time.Minute)
+		return []Candidate{{Kind: KindSlot, Schedule: s, Slot: slot, Key: ledger.SlotKey(s.ID, slot), Mode: ledger.ModeScheduled, Attempt: 1}}
+	}
+	if base.IsZero() && sc != nil {
+		base = sc.CreatedAt
 	}
 	if base.IsZero() {
-		// First sight: nothing before now is due, but run_immediately runs once.
-		if s.RunImmediately {
-			slot := now.Truncate(time.Minute)
-			return []Candidate{{Kind: KindSlot, Schedule: s, Slot: slot, Key: ledger.SlotKey(s.ID, slot), Mode: ledger.ModeScheduled, Attempt: 1}}
-		}
-		return nil
+		return nil // first sight: nothing before now is due
 	}
 	if s.Spec == nil || !now.After(base) {
 		return nil // nothing new: no need to look for the latest slot
@@ -245,13 +249,24 @@ func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 		if len(out) == 0 {
 			return []Candidate{mk(KindMissed, latest, 0)}
 		}
-		out[0].Missed = s.Spec.Count(countFrom, from, model.MaxMissedCount+1)
+		dropped(s, &out[0], countFrom, from)
 		return out
 	default: // latest, skip: only the newest slot, if not too late
-		missed := s.Spec.Count(countFrom, latest.Add(-time.Nanosecond), model.MaxMissedCount+1)
+		c := mk(KindSlot, latest, 0)
 		if tooLate {
-			return []Candidate{mk(KindMissed, latest, missed)}
+			c.Kind = KindMissed
 		}
-		return []Candidate{mk(KindSlot, latest, missed)}
+		dropped(s, &c, countFrom, latest.Add(-time.Nanosecond))
+		return []Candidate{c}
+	}
+}
+
+// dropped sets what c's catch-up policy leaves out: the slots in
+// (after, until], counted up to model.MaxMissedCount+1, and the oldest and
+// newest of them.
+func dropped(s *model.Schedule, c *Candidate, after, until time.Time) {
+	c.Missed = s.Spec.Count(after, until, model.MaxMissedCount+1)
+	if c.Missed > 0 {
+		c.MissedFirst, c.MissedLast = s.Spec.Next(after), s.Spec.Prev(until)
 	}
 }

@@ -46,6 +46,20 @@ func TestDue(t *testing.T) {
 	}{
 		{"first sight: nothing before it is due", []*model.Schedule{hourly("a")}, nil, ""},
 		{"run_immediately on first sight", []*model.Schedule{hourly("a", func(s *model.Schedule) { s.RunImmediately = true })}, nil, "a:slot:03:00 "},
+		// The runner records schedule.created before it plans.
+		{"run_immediately once created", []*model.Schedule{hourly("a", func(s *model.Schedule) { s.RunImmediately = true })},
+			func(st *state.State) { created(st, "a", now) }, "a:slot:03:00 "},
+		{"run_immediately added to a repository long in use", []*model.Schedule{hourly("old"), hourly("a", func(s *model.Schedule) { s.RunImmediately = true; s.Spec = nil })},
+			func(st *state.State) {
+				created(st, "old", t0)
+				st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "old", Slot: t0.Add(3 * time.Hour), IdempotencyKey: "old@2026-11-22T03:00:00Z", Mode: ledger.ModeScheduled})
+				created(st, "a", now)
+			}, "a:slot:03:00 "},
+		{"run_immediately runs once", []*model.Schedule{hourly("a", func(s *model.Schedule) { s.RunImmediately = true; s.Spec = nil })},
+			func(st *state.State) {
+				created(st, "a", t0)
+				st.Apply(&ledger.Event{Event: ledger.RunSkipped, ScheduleID: "a", Slot: t0, IdempotencyKey: "a@2026-11-22T00:00:00Z", Mode: ledger.ModeScheduled})
+			}, ""},
 		{"latest slot after creation", []*model.Schedule{hourly("a")}, func(st *state.State) { created(st, "a", t0) }, "a:slot:03:00 "},
 		{"disabled is never due", []*model.Schedule{hourly("a", func(s *model.Schedule) { s.Enabled = false })}, func(st *state.State) { created(st, "a", t0) }, ""},
 		{"priority first, then slot", []*model.Schedule{hourly("low", func(s *model.Schedule) { s.Priority = 1 }), hourly("high", func(s *model.Schedule) { s.Priority = 9 })},
@@ -183,6 +197,43 @@ func TestDueKeepsTheFirst(t *testing.T) {
 	for i := range got {
 		if got[i].Key != all[i].Key {
 			t.Fatalf("candidate %d is %s, want %s", i, got[i].Key, all[i].Key)
+		}
+	}
+}
+
+// TestDroppedSlots: what the catch-up policy leaves out is counted and
+// bounded by its oldest and newest slot, for the runner to record.
+func TestDroppedSlots(t *testing.T) {
+	now := t0.Add(10*time.Hour + 30*time.Second)
+	for _, c := range []struct {
+		policy       string
+		window       time.Duration
+		kind         Kind
+		missed       int
+		first, last  string
+		slotsPlanned int
+	}{
+		{model.CatchupLatest, 24 * time.Hour, KindSlot, 9, "01:00", "09:00", 1},
+		{model.CatchupSkip, 10 * time.Second, KindMissed, 9, "01:00", "09:00", 1},
+		{model.CatchupAll, 3 * time.Hour, KindSlot, 7, "01:00", "07:00", 3},
+	} {
+		st := state.New(now)
+		created(st, "a", t0)
+		st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "a", Slot: t0, IdempotencyKey: "a@2026-11-22T00:00:00Z", Mode: ledger.ModeScheduled})
+		s := hourly("a", func(s *model.Schedule) { s.Catchup.Policy, s.Catchup.Window = c.policy, model.Duration(c.window) })
+		cs := Due(&model.Config{Schedules: []*model.Schedule{s}}, st, now, Filter{})
+		if len(cs) != c.slotsPlanned {
+			t.Fatalf("%s: %s", c.policy, kinds(cs))
+		}
+		got := cs[0]
+		if got.Kind != c.kind || got.Missed != c.missed || got.MissedFirst.Format("15:04") != c.first || got.MissedLast.Format("15:04") != c.last {
+			t.Errorf("%s: %s missed %d from %s to %s; want %s %d from %s to %s", c.policy, got.Kind, got.Missed,
+				got.MissedFirst.Format("15:04"), got.MissedLast.Format("15:04"), c.kind, c.missed, c.first, c.last)
+		}
+		for _, later := range cs[1:] {
+			if later.Missed != 0 {
+				t.Errorf("%s: only the first candidate carries what was dropped", c.policy)
+			}
 		}
 	}
 }

@@ -100,7 +100,9 @@ func (s *session) runTask(ctx context.Context, t *task) {
 		ev.Error = fmt.Sprintf("run reached %.0f%% of its %s budget", w.Fraction*100, w.Limit)
 		_ = s.j.Record(ev) // a failed append surfaces with the outcome's
 	}
+	w := s.watchWrites(t)
 	res := r.exec.Run(ctx, req)
+	s.settleWrites(t, w, res)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -109,6 +111,7 @@ func (s *session) runTask(ctx context.Context, t *task) {
 	if err := s.recordResult(t, res); err != nil {
 		s.report.Errors = append(s.report.Errors, err.Error())
 	}
+	s.pushOutcome(ctx, t)
 	s.progress(t)
 	if res.Status == executor.StatusOK {
 		s.route(ctx, t, res)
@@ -149,12 +152,12 @@ func (s *session) endSpan(span *telemetry.Span, t *task) {
 func (s *session) recordResult(t *task, res executor.Result) error {
 	if res.Status == executor.StatusOK {
 		ev := t.event(ledger.RunCompleted, ledger.StatusOK)
-		ev.Usage, ev.Output = res.Usage, s.r.tail(res.Output)
+		ev.Usage, ev.Output, ev.Detail = res.Usage, s.r.tail(res.Output), s.writesDetail(t)
 		t.outcome.Action = ActionRan
 		return s.j.Record(ev)
 	}
 	ev := t.event(ledger.RunFailed, ledger.StatusFailed)
-	ev.Reason, ev.Error, ev.Usage, ev.Output = res.Reason, res.Error, res.Usage, s.r.tail(res.Output)
+	ev.Reason, ev.Error, ev.Usage, ev.Output, ev.Detail = res.Reason, res.Error, res.Usage, s.r.tail(res.Output), s.writesDetail(t)
 	if res.Exceeded != "" {
 		ev.Error = fmt.Sprintf("%s (%s limit)", res.Error, res.Exceeded)
 	}

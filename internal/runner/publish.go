@@ -62,6 +62,7 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	if !s.r.opts.StateBranch {
 		paths = append(paths, s.touched...)
 	}
+	paths = append(paths, s.writes.files...) // tools' declared writes go with their outcomes, on any branch
 	if len(paths) == 0 {
 		return nil
 	}
@@ -75,6 +76,9 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	}
 	if changed {
 		s.report.Commit, s.report.Pushed = hash, false
+	}
+	if !changed && s.report.Pushed && s.pushed == len(s.j.Recorded()) {
+		return nil // the remote has all of it already (an outcome pushed at once)
 	}
 	if s.r.opts.NoPush {
 		s.pushed = len(s.j.Recorded())
@@ -148,7 +152,14 @@ func (s *session) finish(ctx context.Context) error {
 			return s.spill(ctx, infraf("the push was rejected %d times: other runners keep pushing first: %w", round+1, err))
 		}
 		pending := s.j.Recorded()[s.pushed:]
-		if err := s.resync(ctx); err != nil {
+		kept, err := s.keepWrites()
+		if err == nil {
+			err = s.resync(ctx)
+		}
+		if err == nil {
+			err = s.putWrites(kept)
+		}
+		if err != nil {
 			return s.spill(ctx, err)
 		}
 		if err := s.reapply(pending); err != nil {
@@ -212,8 +223,11 @@ func (s *session) spill(ctx context.Context, cause error) error {
 		buf.WriteByte('\n')
 	}
 	name := fmt.Sprintf("%s-%d", sanitizeRef(s.r.opts.RunnerID), time.Now().UnixNano())
-	err := s.r.git.PushSpill(ctx, name, map[string][]byte{"events.ndjson": buf.Bytes()},
-		fmt.Sprintf("astra: %d events a run could not push [skip ci]", len(pending)))
+	files := map[string][]byte{"events.ndjson": buf.Bytes()}
+	err := s.spillWrites(files)
+	if err == nil {
+		err = s.r.git.PushSpill(ctx, name, files, fmt.Sprintf("astra: %d events a run could not push [skip ci]", len(pending)))
+	}
 	if err != nil {
 		return fmt.Errorf("%w; the events stay in the local commit only (spilling failed: %w)", cause, err)
 	}
@@ -264,6 +278,9 @@ func (s *session) mergeSpills(ctx context.Context) error {
 			}
 		}
 		if err := s.j.Record(evs...); err != nil {
+			return err
+		}
+		if err := s.mergeWrites(name, files); err != nil {
 			return err
 		}
 		s.report.Merged += len(evs)

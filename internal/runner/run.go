@@ -2,11 +2,13 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/approval"
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/gate"
 	"github.com/astra-gitops/astra/internal/gitops"
@@ -46,9 +48,11 @@ func (t *task) event(kind ledger.Kind, status string) *ledger.Event {
 	if attempt == 1 {
 		attempt = 0 // the first attempt is the default: keep lines lean
 	}
+	// Every event about a run says what it hands its tool (payload hash) and
+	// under which autonomy level it was decided.
 	return &ledger.Event{Event: kind, ScheduleID: sc.ID, Slot: t.slot, IdempotencyKey: t.key, Actor: sc.Actor,
 		Tenant: sc.Tenant, Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: status, TraceID: t.traceID,
-		Mode: t.mode, Attempt: attempt}
+		Mode: t.mode, Attempt: attempt, PayloadHash: approval.PayloadHash(sc.Payload, json.RawMessage(t.eventData)), Autonomy: sc.Autonomy.Short()}
 }
 
 // RunDue is `astra run-due`: everything due now, under every gate.
@@ -188,6 +192,9 @@ func (s *session) decideDue(ctx context.Context) ([]*task, error) {
 				s.now.Sub(c.Slot).Round(time.Minute), c.Schedule.Catchup.Window.D(), c.Schedule.Catchup.Policy)); err != nil {
 				return nil, err
 			}
+			if err := s.recordDropped(c); err != nil {
+				return nil, err
+			}
 			continue
 		case plan.KindLost:
 			t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, c.Attempt, c.Open.TraceID)
@@ -224,6 +231,9 @@ func (s *session) decideDue(ctx context.Context) ([]*task, error) {
 			}
 		}
 		ok, err := s.gate(ctx, t)
+		if err == nil {
+			err = s.recordDropped(c)
+		}
 		if err != nil {
 			return nil, err
 		}

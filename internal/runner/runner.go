@@ -130,6 +130,7 @@ type session struct {
 	report  *Report
 	pushed  int       // recorded events already pushed (claims)
 	touched []string  // files other than the journal's this run changed (token files)
+	writes  writeLog  // what tools wrote (writes.go)
 	held    money.USD // cost caps of the runs running now (under mu)
 	spills  []string  // spill refs merged by this run
 	fan     *fanOut   // astra plan: claims go to a job matrix, nothing runs here (fanout.go)
@@ -273,6 +274,7 @@ func (s *session) syncSchedules() error {
 	for _, id := range gone {
 		evs = append(evs, &ledger.Event{Event: ledger.ScheduleDeleted, ScheduleID: id, Status: ledger.StatusDeleted})
 	}
+	s.attribute(evs)
 	return s.j.Record(evs...)
 }
 

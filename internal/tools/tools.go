@@ -32,7 +32,8 @@ func Builtin(cfg *model.Config, store *ledger.Store, now func() time.Time) func(
 			if err != nil {
 				return "", err
 			}
-			ts, err := introspect.Tasks(store, at, introspect.Query{Schedule: str(p, "schedule"), Status: str(p, "status"), Since: since, Limit: limit})
+			ts, err := introspect.Tasks(store, at, introspect.Query{Schedule: str(p, "schedule"), Actor: str(p, "actor"), Tenant: str(p, "tenant"),
+				Status: str(p, "status"), Since: since, Limit: limit})
 			return introspect.Text(ts), err
 		case model.BuiltinTasksByTrace:
 			ts, err := introspect.ByTrace(store, at, str(p, "trace_id"))

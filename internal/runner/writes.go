@@ -1,0 +1,269 @@
+package runner
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/astra-gitops/astra/internal/executor"
+	"github.com/astra-gitops/astra/internal/gitops"
+	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/state"
+)
+
+// What exec tools write in the worktree. The worktree is scanned before
+// and after each one runs (a stat per file, git-ignored files left out);
+// what changed under the tool's writes: globs is committed with the run's
+// outcome, anything else it changed is reported and left alone.
+
+// worktreeWatch is git's view of the worktree (gitops.Repo). Without it
+// (no git), tools' writes are neither watched nor committed.
+type worktreeWatch interface {
+	Scan(skip ...string) (*gitops.Snapshot, error)
+	Changes(before *gitops.Snapshot, skip ...string) ([]string, error)
+}
+
+// astraOwned are the paths astra itself writes while tools run; no tool
+// may declare them (validate refuses var/).
+var astraOwned = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/", state.MemoryDir + "/"}
+
+// maxListedWrites bounds each list in a run's WritesDetail.
+const maxListedWrites = 50
+
+// WritesDetail is the Detail of a run's outcome (run.completed or
+// run.failed) when its tool changed files in the worktree.
+type WritesDetail struct {
+	// Writes changed under the tool's writes: globs; committed with the
+	// outcome when the run completed, left in the worktree when it failed.
+	Writes []string `json:"writes,omitempty"`
+	// Undeclared changed outside them: reported, never committed.
+	Undeclared []string `json:"undeclared,omitempty"`
+	More       int      `json:"more,omitempty"` // paths beyond the lists' bound
+}
+
+// writeLog is what this run's tools wrote (guarded by session.mu).
+type writeLog struct {
+	files   []string               // declared writes of completed runs: committed with the ledger
+	running map[*task]*watch       // exec tools being watched now
+	detail  map[*task]WritesDetail // for each run's outcome event
+}
+
+// watch is one tool's view of the worktree before it ran.
+type watch struct {
+	before *gitops.Snapshot
+	// overlap: exec tools that ran at the same time, whose declared
+	// writes a change may be rather than an undeclared one of this tool.
+	overlap []*task
+}
+
+// watchWrites scans the worktree before t's tool runs; nil when it is not
+// watched (not an exec tool, a dry run, no git).
+func (s *session) watchWrites(t *task) *watch {
+	wt, ok := s.r.git.(worktreeWatch)
+	if !ok || s.r.opts.DryRun || t.tool == nil || t.tool.Kind != model.KindExec {
+		return nil
+	}
+	w := &watch{}
+	s.mu.Lock()
+	if s.writes.running == nil {
+		s.writes.running, s.writes.detail = map[*task]*watch{}, map[*task]WritesDetail{}
+	}
+	for o, ow := range s.writes.running {
+		w.overlap, ow.overlap = append(w.overlap, o), append(ow.overlap, t)
+	}
+	s.writes.running[t] = w // before the scan: a tool starting meanwhile overlaps
+	s.mu.Unlock()
+	before, err := wt.Scan(astraOwned...)
+	if err != nil {
+		s.mu.Lock()
+		delete(s.writes.running, t)
+		s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("%s: what its tool writes is not watched: %v", t.sched.Name, err))
+		s.mu.Unlock()
+		return nil
+	}
+	w.before = before
+	return w
+}
+
+// settleWrites scans again after t's tool ran and sorts what changed: its
+// declared writes (committed when the run completed) and anything else it
+// changed (reported). Changes another tool running meanwhile declares are
+// that tool's.
+func (s *session) settleWrites(t *task, w *watch, res executor.Result) {
+	if w == nil {
+		return
+	}
+	changed, err := s.r.git.(worktreeWatch).Changes(w.before, astraOwned...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.writes.running, t)
+	if err != nil {
+		s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("%s: what its tool wrote is unknown: %v", t.sched.Name, err))
+		return
+	}
+	var d WritesDetail
+	for _, p := range changed {
+		switch {
+		case t.tool.Declares(p):
+			d.Writes = append(d.Writes, p)
+		case slices.ContainsFunc(w.overlap, func(o *task) bool { return o.tool.Declares(p) }):
+		default:
+			d.Undeclared = append(d.Undeclared, p)
+		}
+	}
+	if res.Status == executor.StatusOK {
+		s.writes.files = append(s.writes.files, d.Writes...)
+	}
+	if n := len(d.Undeclared); n > 0 {
+		s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("%s: tool %s changed %d file(s) it does not declare under writes:, left uncommitted: %s",
+			t.sched.Name, t.tool.Name, n, listed(d.Undeclared, 10)))
+	}
+	for _, l := range []*[]string{&d.Writes, &d.Undeclared} {
+		if len(*l) > maxListedWrites {
+			d.More += len(*l) - maxListedWrites
+			*l = (*l)[:maxListedWrites]
+		}
+	}
+	if len(d.Writes)+len(d.Undeclared) > 0 {
+		s.writes.detail[t] = d
+	}
+}
+
+// writesDetail is the Detail of t's outcome event, nil when its tool
+// changed nothing. Called with s.mu held.
+func (s *session) writesDetail(t *task) json.RawMessage {
+	d, ok := s.writes.detail[t]
+	if !ok {
+		return nil
+	}
+	b, _ := json.Marshal(d)
+	return b
+}
+
+func listed(paths []string, n int) string {
+	if len(paths) <= n {
+		return strings.Join(paths, ", ")
+	}
+	return fmt.Sprintf("%s (and %d more)", strings.Join(paths[:n], ", "), len(paths)-n)
+}
+
+// keepWrites reads the declared writes of this run (nil: removed), so
+// that a resync, which puts the worktree at the remote's tip, does not
+// lose them; putWrites puts them back.
+func (s *session) keepWrites() (map[string][]byte, error) {
+	if len(s.writes.files) == 0 {
+		return nil, nil
+	}
+	root, err := os.OpenRoot(s.r.opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	out := map[string][]byte{}
+	for _, p := range dedupe(s.writes.files) {
+		b, err := root.ReadFile(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			out[p] = nil
+		case err != nil:
+			return nil, fmt.Errorf("keeping %s across a resync: %w", p, err)
+		default:
+			out[p] = b
+		}
+	}
+	return out, nil
+}
+
+func (s *session) putWrites(files map[string][]byte) error {
+	if len(files) == 0 {
+		return nil
+	}
+	root, err := os.OpenRoot(s.r.opts.Root)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	for p, b := range files {
+		if err := putFile(root, p, b); err != nil {
+			return fmt.Errorf("restoring %s, which a tool wrote: %w", p, err)
+		}
+		s.writes.files = append(s.writes.files, p)
+	}
+	return nil
+}
+
+func putFile(root *os.Root, p string, b []byte) error {
+	if b == nil {
+		if err := root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	if err := root.MkdirAll(path.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return root.WriteFile(p, b, 0o644)
+}
+
+// Spilled events take the declared writes with them, under writesPrefix
+// (removals listed in writesRemoved), so the run that merges the spill
+// commits them too.
+const (
+	writesPrefix  = "writes/"
+	writesRemoved = "writes.removed"
+)
+
+// spillWrites adds this run's declared writes to a spill's files.
+func (s *session) spillWrites(files map[string][]byte) error {
+	kept, err := s.keepWrites()
+	var removed []string
+	for p, b := range kept {
+		if b == nil {
+			removed = append(removed, p)
+			continue
+		}
+		files[writesPrefix+p] = b
+	}
+	if len(removed) > 0 {
+		slices.Sort(removed)
+		files[writesRemoved] = []byte(strings.Join(removed, "\n") + "\n")
+	}
+	return err
+}
+
+// mergeWrites puts a spill's writes in the worktree, to be committed by
+// this run. Only paths some tool declares are accepted: validate keeps
+// those inside the repository and away from what astra manages.
+func (s *session) mergeWrites(spill string, files map[string][]byte) error {
+	out := map[string][]byte{}
+	for k, b := range files {
+		if p, ok := strings.CutPrefix(k, writesPrefix); ok {
+			out[p] = b
+		}
+	}
+	for _, p := range strings.Fields(string(files[writesRemoved])) {
+		out[p] = nil
+	}
+	for p := range out {
+		if !s.declared(p) {
+			return fmt.Errorf("spill %s holds %s, which no tool declares it writes", spill, p)
+		}
+	}
+	return s.putWrites(out)
+}
+
+// declared reports whether any tool declares it writes p.
+func (s *session) declared(p string) bool {
+	for _, t := range s.r.cfg.Policies.Tools {
+		if t.Declares(p) {
+			return true
+		}
+	}
+	return false
+}
