@@ -25,6 +25,7 @@ const (
 	KindSlot     Kind = "slot"     // a new scheduled slot
 	KindMissed   Kind = "missed"   // a slot too late to run: record it, run nothing
 	KindRetry    Kind = "retry"    // a failed slot whose backoff has passed
+	KindStale    Kind = "stale"    // a retry due longer ago than the catch-up window: dead-letter it, run nothing
 	KindLost     Kind = "lost"     // a claim whose runner died: record it as failed
 	KindApproved Kind = "approved" // an approved request waiting to run
 	KindManual   Kind = "manual"   // astra run
@@ -40,8 +41,20 @@ type Candidate struct {
 	Key      string
 	Mode     string // scheduled | manual | event
 	Attempt  int    // 1 for a first run
-	Missed   int    // older slots superseded by this one (catch-up latest/skip)
-	Open     *state.Open
+	Missed   int    // older slots superseded by this one (catch-up latest/skip), counted exactly
+	// MissedMore: the last decided slot is older than the counting
+	// horizon (5 years), so Missed counts only that far back.
+	MissedMore bool
+	Open       *state.Open
+
+	rank   int       // places its schedule takes before it in this plan
+	served time.Time // when a run last decided a slot of its schedule
+}
+
+// takesPlace reports whether a candidate counts against a run's limit:
+// the kinds that may run a tool. The others only record a decision.
+func (k Kind) takesPlace() bool {
+	return k == KindSlot || k == KindRetry || k == KindApproved
 }
 
 // Filter narrows a plan (run-due flags).
@@ -84,11 +97,24 @@ func ParseShard(s string) (k, n int, err error) {
 	return k, n, nil
 }
 
-// Due lists the candidates at now, highest priority first, then oldest
-// slot: the first model.MaxCandidatesPerRun of them.
+// Due lists the candidates at now in the order a run takes them (see
+// compare): the first model.MaxCandidatesPerRun of them.
 func Due(cfg *model.Config, st *state.State, now time.Time, f Filter) []Candidate {
-	// Open slots by schedule, in key order so candidates come out the same
-	// way every time.
+	openKeys := openBySchedule(st)
+	first := &firstN{n: model.MaxCandidatesPerRun}
+	for _, s := range cfg.Schedules {
+		if f.Match(s) {
+			first.add(candidates(s, st, openKeys[s.ID], now))
+		}
+	}
+	out := first.items
+	slices.SortFunc(out, compare)
+	return out
+}
+
+// openBySchedule lists the open keys of each schedule, in key order, so
+// candidates come out the same way every time.
+func openBySchedule(st *state.State) map[string][]string {
 	keys := make([]string, 0, len(st.Open))
 	for k := range st.Open {
 		keys = append(keys, k)
@@ -99,25 +125,52 @@ func Due(cfg *model.Config, st *state.State, now time.Time, f Filter) []Candidat
 		id := st.Open[k].ScheduleID
 		openKeys[id] = append(openKeys[id], k)
 	}
-	first := &firstN{n: model.MaxCandidatesPerRun}
-	for _, s := range cfg.Schedules {
-		if !f.Match(s) {
-			continue
-		}
-		first.add(open(s, st, openKeys[s.ID], now))
-		if s.Enabled {
-			first.add(slots(s, st, now))
-		}
-	}
-	out := first.items
-	slices.SortFunc(out, compare)
-	return out
+	return openKeys
 }
 
-// compare orders candidates: highest priority first, then oldest slot.
-// Keys are unique, so the order is total.
+// candidates are one schedule's candidates at now, oldest slot first,
+// each ranked by how many places of the schedule come before it.
+func candidates(s *model.Schedule, st *state.State, keys []string, now time.Time) []Candidate {
+	cs := open(s, st, keys, now)
+	if s.Enabled {
+		cs = append(cs, slots(s, st, now)...)
+	}
+	slices.SortFunc(cs, func(a, b Candidate) int {
+		if c := a.Slot.Compare(b.Slot); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+	var served time.Time
+	if sc := st.Schedules[s.ID]; sc != nil {
+		served = sc.DecidedAt
+	}
+	rank := 0
+	for i := range cs {
+		cs[i].served = served
+		if cs[i].Kind.takesPlace() {
+			cs[i].rank = rank
+			rank++
+		}
+	}
+	return cs
+}
+
+// compare orders candidates: highest priority first; within a priority,
+// round-robin over schedules (every schedule's first place before any
+// schedule's second, and so on), the schedule served longest ago first;
+// then the oldest slot. A schedule's own slots run oldest first. So one
+// schedule's backlog cannot take the places of others of its priority:
+// with N schedules of a priority due and a limit of L places, each gets
+// one within ceil(N/L) runs. Keys are unique, so the order is total.
 func compare(a, b Candidate) int {
 	if c := cmp.Compare(b.Schedule.Priority, a.Schedule.Priority); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.rank, b.rank); c != 0 {
+		return c
+	}
+	if c := a.served.Compare(b.served); c != 0 {
 		return c
 	}
 	if c := a.Slot.Compare(b.Slot); c != 0 {
@@ -172,7 +225,14 @@ func open(s *model.Schedule, st *state.State, keys []string, now time.Time) []Ca
 		case o.Status == state.OpenClaimed && !o.Deadline.IsZero() && now.After(o.Deadline):
 			c.Kind = KindLost
 		case o.Status == state.OpenRetry && !now.Before(o.RetryAt):
+			// A retry is a late run like any other: beyond the catch-up
+			// window it goes to the dead letter (a person may release it)
+			// rather than run long after anyone expected it. A retry a
+			// person asked for runs whenever the next run comes.
 			c.Kind = KindRetry
+			if !o.Released && now.Sub(o.RetryAt) > Window(s) {
+				c.Kind = KindStale
+			}
 		default:
 			continue // a live claim or a retry still backing off
 		}
@@ -191,23 +251,37 @@ func open(s *model.Schedule, st *state.State, keys []string, now time.Time) []Ca
 }
 
 // countHorizon is how far back missed slots are counted: as far as the
-// cron walk looks for a previous slot. A last slot older than that (an
-// edited ledger) costs no more than this walk.
+// cron walk looks for a previous slot. A last slot older than that (a
+// schedule disabled for years, an edited ledger) costs no more than this
+// walk, and the count says it is a lower bound (MissedMore).
 const countHorizon = 5 * 366 * 24 * time.Hour
+
+// Window is how late a run of s may start: its catch-up window, at most
+// model.MaxCatchupWindow whatever the configuration says.
+func Window(s *model.Schedule) time.Duration {
+	return min(s.Catchup.Window.D(), model.MaxCatchupWindow)
+}
+
+// base is the instant after which a schedule's slots are new: its last
+// decided slot, else when it was first seen; zero for a schedule never
+// seen.
+func base(s *model.Schedule, st *state.State) time.Time {
+	sc := st.Schedules[s.ID]
+	if sc == nil {
+		return time.Time{}
+	}
+	if sc.LastSlot.IsZero() {
+		return sc.CreatedAt
+	}
+	return sc.LastSlot
+}
 
 // slots returns the new scheduled slots of one schedule under its catch-up
 // policy (docs/design.md, "Catch-up"): at most model.MaxSlotsPerSchedule,
-// and at most model.MaxMissedCount+1 missed slots counted, even for a
-// configuration that never went through validation.
+// even for a configuration that never went through validation; slots too
+// old to run are counted exactly (within countHorizon).
 func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
-	sc := st.Schedules[s.ID]
-	base := time.Time{}
-	if sc != nil {
-		base = sc.LastSlot
-		if base.IsZero() {
-			base = sc.CreatedAt
-		}
-	}
+	base := base(s, st)
 	if base.IsZero() {
 		// First sight: nothing before now is due, but run_immediately runs once.
 		if s.RunImmediately {
@@ -223,15 +297,15 @@ func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 	if latest.IsZero() || !latest.After(base) {
 		return nil
 	}
-	mk := func(kind Kind, slot time.Time, missed int) Candidate {
-		return Candidate{Kind: kind, Schedule: s, Slot: slot, Key: ledger.SlotKey(s.ID, slot), Mode: ledger.ModeScheduled, Attempt: 1, Missed: missed}
-	}
-	window := min(s.Catchup.Window.D(), model.MaxCatchupWindow)
-	tooLate := now.Sub(latest) > window
-	countFrom := base
+	countFrom, more := base, false
 	if h := now.Add(-countHorizon); countFrom.Before(h) {
-		countFrom = h
+		countFrom, more = h, true
 	}
+	mk := func(kind Kind, slot time.Time, missed int) Candidate {
+		return Candidate{Kind: kind, Schedule: s, Slot: slot, Key: ledger.SlotKey(s.ID, slot), Mode: ledger.ModeScheduled, Attempt: 1,
+			Missed: missed, MissedMore: more && missed > 0}
+	}
+	window := Window(s)
 	switch s.Catchup.Policy {
 	case model.CatchupAll:
 		from := base
@@ -245,11 +319,13 @@ func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 		if len(out) == 0 {
 			return []Candidate{mk(KindMissed, latest, 0)}
 		}
-		out[0].Missed = s.Spec.Count(countFrom, from, model.MaxMissedCount+1)
+		if missed := s.Spec.Count(countFrom, from); missed > 0 {
+			out[0].Missed, out[0].MissedMore = missed, more
+		}
 		return out
 	default: // latest, skip: only the newest slot, if not too late
-		missed := s.Spec.Count(countFrom, latest.Add(-time.Nanosecond), model.MaxMissedCount+1)
-		if tooLate {
+		missed := s.Spec.Count(countFrom, latest.Add(-time.Nanosecond))
+		if now.Sub(latest) > window {
 			return []Candidate{mk(KindMissed, latest, missed)}
 		}
 		return []Candidate{mk(KindSlot, latest, missed)}

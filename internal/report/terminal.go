@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/runner"
 )
 
@@ -78,6 +77,9 @@ func Terminal(w io.Writer, rep *runner.Report, verbose bool, paint Paint) {
 	switch {
 	case rep.Pushed:
 		fmt.Fprintf(w, "ledger committed %s and pushed\n", Short(rep.Commit))
+	case rep.Unpushed > 0:
+		fmt.Fprintf(w, "ledger committed %s locally, not pushed (--no-push): %d commit(s) the remote does not have; the next run that pushes sends them first\n",
+			Short(rep.Commit), rep.Unpushed)
 	case rep.Commit != "":
 		fmt.Fprintf(w, "ledger committed %s (not pushed)\n", Short(rep.Commit))
 	}
@@ -110,8 +112,8 @@ func reasons(o *runner.Outcome) []string {
 		why = append(why, "dead-lettered (astra dead-letter list)")
 	}
 	switch {
-	case o.Missed > model.MaxMissedCount:
-		why = append(why, fmt.Sprintf("more than %d older missed slots not run (catch-up policy)", model.MaxMissedCount))
+	case o.MissedMore:
+		why = append(why, fmt.Sprintf("more than %d older missed slots not run (catch-up policy; counted over the last 5 years)", o.Missed))
 	case o.Missed > 0:
 		why = append(why, fmt.Sprintf("%d older missed slot(s) not run (catch-up policy)", o.Missed))
 	}

@@ -40,7 +40,8 @@ type Outcome struct {
 	WouldRun     string       `json:"would_run,omitempty"`
 	PR           int          `json:"pr,omitempty"`
 	PRURL        string       `json:"pr_url,omitempty"`
-	Missed       int          `json:"missed,omitempty"` // older slots superseded by this one
+	Missed       int          `json:"missed,omitempty"`      // older slots superseded by this one
+	MissedMore   bool         `json:"missed_more,omitempty"` // Missed counts only the last 5 years: there were more
 	RetryAt      time.Time    `json:"retry_at,omitzero"`
 	DeadLettered bool         `json:"dead_lettered,omitempty"`
 	Chain        string       `json:"chain_next,omitempty"`
@@ -58,7 +59,8 @@ type Report struct {
 	Raced     int              `json:"raced,omitempty"` // times another runner pushed first
 	Commit    string           `json:"commit,omitempty"`
 	Pushed    bool             `json:"pushed"`
-	Spilled   string           `json:"spilled,omitempty"` // ref holding events that could not be pushed
+	Unpushed  int              `json:"unpushed_commits,omitempty"` // local commits the remote lacks (--no-push): the next run that pushes sends them
+	Spilled   string           `json:"spilled,omitempty"`          // ref holding events that could not be pushed
 	Merged    int              `json:"merged_from_spills,omitempty"`
 	Repaired  *ledger.Repaired `json:"repaired,omitempty"`
 	Approvals []*ApprovalNote  `json:"approvals,omitempty"` // what became of approval requests this run

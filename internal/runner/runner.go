@@ -83,6 +83,8 @@ type Runner struct {
 	exec  Executor
 	git   Syncer
 	forge Forge
+	notes    []string         // what settle recovered from, for the report's warnings
+	repaired *ledger.Repaired // a torn tail settle cut (--repair)
 }
 
 // New returns a runner. git and forge may be nil: then nothing is
@@ -132,6 +134,8 @@ type session struct {
 	touched []string  // files other than the journal's this run changed (token files)
 	held    money.USD // cost caps of the runs running now (under mu)
 	spills  []string  // spill refs merged by this run
+	newest  time.Time // ts of the ledger's newest event when replayed
+	label   string    // the commit message's first line, when not the usual
 }
 
 // open replays the ledger and starts a journal, repairing a broken tail
@@ -154,6 +158,7 @@ func (r *Runner) open(command string) (*session, error) {
 	if err != nil {
 		return nil, ledgerErr(err, "")
 	}
+	s.newest = tail.TS
 	s.j = state.NewJournal(store, st, tail, r.opts.Clock, r.opts.DryRun)
 	return s, nil
 }
