@@ -245,6 +245,7 @@ func upcoming(cfg *model.Config, st *state.State, s *model.Schedule, now time.Ti
 	}
 	return n
 }
+
 // selectSchedules resolves ids or names; no args selects all.
 func selectSchedules(cfg *model.Config, refs []string) ([]*model.Schedule, error) {
 	if len(refs) == 0 {

@@ -11,6 +11,12 @@ import (
 	"github.com/astra-gitops/astra/internal/state"
 )
 
+// recovered is what settle found an earlier run left and put right.
+type recovered struct {
+	notes    []string         // said in the report's warnings
+	repaired *ledger.Repaired // a torn tail cut (--repair)
+}
+
 // reasonNotClaimed: a run's claims could not be recorded or pushed for a
 // reason other than a lost race (a lock, the network); nothing ran.
 const reasonNotClaimed = "not_claimed"
@@ -21,9 +27,9 @@ func (r *Runner) finishReport(rep *Report) {
 	if rep == nil || r.git == nil {
 		return
 	}
-	rep.Warnings = append(append(r.notes[:len(r.notes):len(r.notes)], rep.Warnings...), r.git.Warnings()...)
+	rep.Warnings = append(append(r.prior.notes[:len(r.prior.notes):len(r.prior.notes)], rep.Warnings...), r.git.Warnings()...)
 	if rep.Repaired == nil {
-		rep.Repaired = r.repaired
+		rep.Repaired = r.prior.repaired
 	}
 	if r.opts.NoPush && !r.opts.DryRun {
 		if n, known, err := r.git.Unpushed(); err == nil && known {
@@ -72,7 +78,7 @@ func (r *Runner) settleLocked(ctx context.Context, command string) error {
 	if err != nil {
 		return err
 	}
-	r.repaired = s.report.Repaired
+	r.prior.repaired = s.report.Repaired
 	var pending []*ledger.Event
 	if known {
 		if pending, err = r.unpushedEvents(); err != nil {
@@ -87,7 +93,7 @@ func (r *Runner) settleLocked(ctx context.Context, command string) error {
 		if _, _, err := r.git.Commit(msg, ahead...); err != nil {
 			return infraf("committing the events an earlier run left uncommitted: %w", err)
 		}
-		r.notes = append(r.notes, fmt.Sprintf("committed %s: an earlier run appended to it and was stopped before its commit", strings.Join(ahead, ", ")))
+		r.prior.notes = append(r.prior.notes, fmt.Sprintf("committed %s: an earlier run appended to it and was stopped before its commit", strings.Join(ahead, ", ")))
 		if !r.opts.NoPush {
 			if n, known, err = r.git.Unpushed(); err != nil {
 				return infraf("looking for commits the remote lacks: %w", err)
@@ -104,7 +110,7 @@ func (r *Runner) settleLocked(ctx context.Context, command string) error {
 	if dropped == 0 {
 		err := r.git.Push(ctx)
 		if err == nil {
-			r.notes = append(r.notes, fmt.Sprintf("pushed %s that an earlier run committed and did not push (%d events)", plural(n, "commit"), len(pending)))
+			r.prior.notes = append(r.prior.notes, fmt.Sprintf("pushed %s that an earlier run committed and did not push (%d events)", plural(n, "commit"), len(pending)))
 			return nil
 		}
 		if !errors.Is(err, gitops.ErrRejected) {
@@ -148,7 +154,7 @@ func (r *Runner) replayLeftovers(ctx context.Context, command string, pending []
 	if dropped > 0 {
 		note += fmt.Sprintf("; %s never pushed, so nothing ran under them, were dropped and their slots are decided again", plural(dropped, "claim"))
 	}
-	r.notes = append(r.notes, note)
+	r.prior.notes = append(r.prior.notes, note)
 	return nil
 }
 
@@ -173,7 +179,7 @@ func (r *Runner) restoreDrift() (ahead []string, err error) {
 			}
 		}
 		if len(d.Behind) > 0 {
-			r.notes = append(r.notes, fmt.Sprintf("restored %s from the branch: the checkout held an older version (a sync was stopped before it wrote the files)",
+			r.prior.notes = append(r.prior.notes, fmt.Sprintf("restored %s from the branch: the checkout held an older version (a sync was stopped before it wrote the files)",
 				strings.Join(d.Behind, ", ")))
 		}
 		ahead = append(ahead, d.Ahead...)

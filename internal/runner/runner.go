@@ -83,8 +83,7 @@ type Runner struct {
 	exec  Executor
 	git   Syncer
 	forge Forge
-	notes    []string         // what settle recovered from, for the report's warnings
-	repaired *ledger.Repaired // a torn tail settle cut (--repair)
+	prior recovered // what settle recovered from, for the report
 }
 
 // New returns a runner. git and forge may be nil: then nothing is

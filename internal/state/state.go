@@ -109,7 +109,8 @@ type Open struct {
 	Tier       int       `json:"tier,omitempty"`
 	Error      string    `json:"error,omitempty"`   // last failure, for a retry
 	Reserve    money.USD `json:"reserve,omitempty"` // a claim's cost cap, held against the global budget until its outcome
-	Released   bool      `json:"released,omitempty"` // a retry a person asked for (dead-letter retry), not a backoff
+	// Released: a retry a person asked for (dead-letter retry), not a backoff.
+	Released bool `json:"released,omitempty"`
 }
 
 // DeadLetter is a slot that failed every attempt (seed 002 dead letter).
