@@ -47,6 +47,9 @@ func (a *app) finishRecord(rep *runner.Report, err error) error {
 	case rep.Commit != "":
 		fmt.Fprintf(a.stdout, "ledger committed %s (not pushed)\n", report.Short(rep.Commit))
 	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(a.stdout, "warning: %s\n", w)
+	}
 	return nil
 }
 

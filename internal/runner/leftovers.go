@@ -110,11 +110,11 @@ func (r *Runner) settleLocked(ctx context.Context, command string) error {
 	if dropped == 0 {
 		err := r.git.Push(ctx)
 		if err == nil {
-			r.prior.notes = append(r.prior.notes, fmt.Sprintf("pushed %s that an earlier run committed and did not push (%d events)", plural(n, "commit"), len(pending)))
+			r.prior.notes = append(r.prior.notes, fmt.Sprintf("pushed %s that an earlier run committed and did not push (%s)", plural(n, "commit"), plural(len(pending), "event")))
 			return nil
 		}
 		if !errors.Is(err, gitops.ErrRejected) {
-			return infraf("pushing %s an earlier run left unpushed (%d events; nothing ran, they stay committed here): %w", plural(n, "commit"), len(pending), err)
+			return infraf("pushing %s an earlier run left unpushed (%s; nothing ran, they stay committed here): %w", plural(n, "commit"), plural(len(pending), "event"), err)
 		}
 	}
 	return r.replayLeftovers(ctx, command, kept, dropped)
@@ -147,12 +147,12 @@ func (r *Runner) replayLeftovers(ctx context.Context, command string, pending []
 	if err := s.finish(ctx); err != nil {
 		return err
 	}
-	note := fmt.Sprintf("an earlier run left %d events unpushed; they were added on top of the remote ledger, which had moved", len(pending)+dropped)
+	note := fmt.Sprintf("an earlier run left %s unpushed: %d added on top of the remote ledger", plural(len(pending)+dropped, "event"), len(keep))
 	if len(keep) < len(pending) {
-		note = fmt.Sprintf("an earlier run left %d events unpushed; %d were added on top of the remote ledger (it had the others already)", len(pending)+dropped, len(keep))
+		note += fmt.Sprintf(" (it had %d already)", len(pending)-len(keep))
 	}
 	if dropped > 0 {
-		note += fmt.Sprintf("; %s never pushed, so nothing ran under them, were dropped and their slots are decided again", plural(dropped, "claim"))
+		note += fmt.Sprintf("; %s never pushed (so nothing ran under them) dropped, their slots decided again", plural(dropped, "claim"))
 	}
 	r.prior.notes = append(r.prior.notes, note)
 	return nil

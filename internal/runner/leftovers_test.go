@@ -52,7 +52,7 @@ func TestLeftoversReplayedOnMovedRemote(t *testing.T) {
 	other := e.clone()
 	other.runDue("2026-11-22T10:00:30Z")
 	rep := e.runDue("2026-11-22T11:00:30Z")
-	if !warned(rep, "an earlier run left 2 events unpushed; they were added on top of the remote ledger, which had moved") {
+	if !warned(rep, "an earlier run left 2 events unpushed: 2 added on top of the remote ledger") {
 		t.Fatalf("warnings %q", rep.Warnings)
 	}
 	for _, slot := range []string{"09", "10", "11"} {
@@ -82,7 +82,7 @@ func TestOrphanClaimDropped(t *testing.T) {
 		t.Fatalf("%d unpushed commits, want the claim's", e.git.unpushed)
 	}
 	rep := e.runDue("2026-11-22T09:01:00Z")
-	if o := outcome(t, rep, "a"); o.Action != ActionRan || !warned(rep, "1 claim never pushed") {
+	if o := outcome(t, rep, "a"); o.Action != ActionRan || !warned(rep, "1 claim never pushed (so nothing ran under them) dropped") {
 		t.Fatalf("a: %s; warnings %q", o.Action, rep.Warnings)
 	}
 	if e.count(ledger.RunClaimed, "a") != 1 || e.count(ledger.RunCompleted, "a") != 1 || e.exec.runs("a") != 1 {
@@ -106,7 +106,7 @@ func TestUncommittedAppendsCommitted(t *testing.T) {
 	}
 	e.git.commitErr = nil
 	rep = e.runDue("2026-11-22T09:01:00Z")
-	if !warned(rep, "committed var/schedules/2026-11.ndjson.gz: an earlier run appended to it") || !warned(rep, "1 claim never pushed") {
+	if !warned(rep, "committed var/schedules/2026-11.ndjson.gz: an earlier run appended to it") || !warned(rep, "1 claim never pushed (so nothing ran under them) dropped") {
 		t.Fatalf("warnings %q", rep.Warnings)
 	}
 	if o := outcome(t, rep, "a"); o.Action != ActionRan {
