@@ -59,14 +59,25 @@ func (r *Runner) settle(ctx context.Context, command string) (release func(), er
 }
 
 func (r *Runner) settleLocked(ctx context.Context, command string) error {
-	ahead, err := r.restoreDrift()
-	if err != nil {
-		return err
-	}
 	n, known := 0, false
+	var err error
 	if !r.opts.NoPush {
 		if n, known, err = r.git.Unpushed(); err != nil {
 			return infraf("looking for commits the remote lacks: %w", err)
+		}
+	}
+	var ahead []string
+	switch {
+	case !r.opts.StateBranch:
+		if ahead, err = r.restoreDrift(); err != nil {
+			return err
+		}
+	case n > 0:
+		// The checkout holds the default branch's copy of the ledger, or
+		// whatever the last run left: the local state branch is what was
+		// committed (appends a killed run did not commit are not known).
+		if err := r.materializeLedger(); err != nil {
+			return err
 		}
 	}
 	if len(ahead) == 0 && n == 0 {
@@ -158,22 +169,17 @@ func (r *Runner) replayLeftovers(ctx context.Context, command string, pending []
 	return nil
 }
 
-// restoreDrift brings the ledger files back in line with the branch tip
-// after a run that was killed: a file a sync did not finish writing
-// (shorter than the tip's, or missing) is restored, and so is, on a state
-// branch, any other copy the checkout holds. It returns the files holding
-// appends that were not committed.
+// restoreDrift brings the ledger files of the checked-out branch back in
+// line with its tip after a run that was killed: a file a sync did not
+// finish writing (older than the tip's, or missing) is restored. It
+// returns the files holding appends that were not committed.
 func (r *Runner) restoreDrift() (ahead []string, err error) {
 	for _, p := range ledgerPaths {
 		d, err := r.git.Drift(p)
 		if err != nil {
 			return nil, infraf("comparing %s with the branch: %w", p, err)
 		}
-		restore := d.Behind
-		if r.opts.StateBranch {
-			restore = append(restore, d.Other...)
-		}
-		for _, f := range restore {
+		for _, f := range d.Behind {
 			if err := r.git.Materialize(f); err != nil {
 				return nil, infraf("restoring %s from the branch: %w", f, err)
 			}
@@ -185,6 +191,17 @@ func (r *Runner) restoreDrift() (ahead []string, err error) {
 		ahead = append(ahead, d.Ahead...)
 	}
 	return ahead, nil
+}
+
+// materializeLedger puts the ledger files of astra's branch in the
+// worktree.
+func (r *Runner) materializeLedger() error {
+	for _, p := range ledgerPaths {
+		if err := r.git.Materialize(p); err != nil {
+			return infraf("writing %s from the branch: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // unpushedEvents reads what the ledger and the memory log hold beyond

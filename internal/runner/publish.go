@@ -121,12 +121,7 @@ func (r *Runner) pull(ctx context.Context) error {
 	if err := r.git.Sync(ctx); err != nil && !errors.Is(err, gitops.ErrNoRemoteBranch) {
 		return infraf("fetching the remote ledger: %w", err)
 	}
-	for _, p := range ledgerPaths {
-		if err := r.git.Materialize(p); err != nil {
-			return infraf("writing %s from the remote ledger: %w", p, err)
-		}
-	}
-	return nil
+	return r.materializeLedger()
 }
 
 // finish publishes the outcomes. When another runner pushed meanwhile, the
