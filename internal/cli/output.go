@@ -49,6 +49,9 @@ func (a *app) finishRecord(rep *runner.Report, err error) error {
 	for _, m := range rep.Warnings {
 		fmt.Fprintf(a.stdout, "warning: %s\n", m)
 	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(a.stdout, "warning: %s\n", w)
+	}
 	return nil
 }
 

@@ -7,7 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/astra-gitops/astra/internal/gate"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/plan"
+	"github.com/astra-gitops/astra/internal/state"
 )
 
 func (a *app) schedulesCmd() *cobra.Command {
@@ -93,10 +96,17 @@ func (a *app) schedulesNextCmd() *cobra.Command {
 	var count int
 	cmd := &cobra.Command{
 		Use:   "next [schedule...]",
-		Short: "Show the next fire times of time-triggered schedules",
-		Long: `next prints the next fire times after --now (default: the wall clock) of
-each enabled time-triggered schedule, or of the schedules named by id or name.
-Times are shown in UTC and in the schedule's own time zone.`,
+		Short: "Show what run-due will run next for each schedule, and when",
+		Long: `next shows, for each enabled time-triggered schedule (or the schedules named
+by id or name), what a run-due at --now (default: the wall clock) would
+take up (slots due now, retries whose backoff passed, approved requests,
+slots it would record as missed), what waits (retries backing off, runs in
+progress), and the next fire times after that. It reads the ledger as
+run-due does: a slot already decided is not shown again, so after a run
+whose clock was ahead the schedule waits for that slot, and says so. A gate
+that would hold the schedule now (a budget pause, quarantine, a per-day
+budget spent) is noted. Times are shown in UTC and in the schedule's own
+time zone.`,
 		Example: `  astra schedules next
   astra schedules next --count 5 morning_health_check
   astra schedules next --now 2026-03-29T00:00:00Z --json`,
@@ -112,40 +122,48 @@ Times are shown in UTC and in the schedule's own time zone.`,
 			if err != nil {
 				return err
 			}
-			type nextJSON struct {
-				ID       string      `json:"id"`
-				Name     string      `json:"name"`
-				Trigger  string      `json:"trigger"`
-				Timezone string      `json:"timezone"`
-				Next     []time.Time `json:"next"`
-			}
 			now := a.now()
+			st, tail, err := state.Replay(a.store(), now)
+			if err != nil {
+				return usageError(err)
+			}
+			for _, w := range plan.ClockWarnings(cfg, st, tail.TS, now) {
+				fmt.Fprintf(a.stderr, "warning: %s\n", w)
+			}
 			var out []nextJSON
 			for _, s := range selected {
-				if s.Spec == nil || (!s.Enabled && len(args) == 0) {
+				if !s.Enabled && len(args) == 0 {
 					continue
 				}
-				n := nextJSON{ID: s.ID, Name: s.Name, Trigger: trigger(s), Timezone: s.Timezone, Next: []time.Time{}}
-				t := now
-				for range count {
-					t = s.Spec.Next(t)
-					if t.IsZero() {
-						break
-					}
-					n.Next = append(n.Next, t)
+				n := upcoming(cfg, st, s, now, count)
+				if s.Spec == nil && len(n.Due) == 0 && len(n.Waiting) == 0 {
+					continue
 				}
 				out = append(out, n)
 			}
-			// One line per fire time; the schedule is named on its first.
-			return printRows(a, out, "", "ID\tNAME\tTRIGGER\tNEXT (UTC)\tLOCAL", func(n nextJSON) string {
+			// One line per time; the schedule is named on its first.
+			return printRows(a, out, "", "ID\tNAME\tTRIGGER\tNEXT (UTC)\tLOCAL\tNOTE", func(n nextJSON) string {
 				loc, _ := time.LoadLocation(n.Timezone)
-				lines := make([]string, len(n.Next))
-				for i, t := range n.Next {
+				var lines []string
+				add := func(t time.Time, note string) {
 					id, name, trig := n.ID, n.Name, n.Trigger
-					if i > 0 {
+					if len(lines) > 0 {
 						id, name, trig = "", "", ""
 					}
-					lines[i] = fmt.Sprintf("%s\t%s\t%s\t%s\t%s", id, name, trig, t.UTC().Format(time.RFC3339), t.In(loc).Format("Mon 2006-01-02 15:04 MST"))
+					lines = append(lines, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", id, name, trig, t.UTC().Format(time.RFC3339), t.In(loc).Format("Mon 2006-01-02 15:04 MST"), note))
+				}
+				for _, d := range n.Due {
+					add(d.Slot, d.Note)
+				}
+				for _, w := range n.Waiting {
+					add(w.At, w.Note)
+				}
+				for i, t := range n.Next {
+					note := ""
+					if i == 0 && !n.LastDecided.IsZero() {
+						note = "the first slot after " + n.LastDecided.UTC().Format(time.RFC3339) + ", already decided by a run whose clock was ahead"
+					}
+					add(t, note)
 				}
 				return strings.Join(lines, "\n")
 			})
@@ -153,6 +171,79 @@ Times are shown in UTC and in the schedule's own time zone.`,
 	}
 	cmd.Flags().IntVar(&count, "count", 1, "how many fire times per schedule")
 	return cmd
+}
+
+// nextJSON is one schedule in `schedules next`.
+type nextJSON struct {
+	ID       string      `json:"id"`
+	Name     string      `json:"name"`
+	Trigger  string      `json:"trigger"`
+	Timezone string      `json:"timezone"`
+	Due      []dueJSON   `json:"due,omitempty"`     // what a run at --now takes up
+	Waiting  []waitJSON  `json:"waiting,omitempty"` // retries backing off, runs in progress
+	Next     []time.Time `json:"next"`
+	// LastDecided is the last decided slot when it lies after --now: no
+	// slot before it is due.
+	LastDecided time.Time `json:"last_decided_slot,omitzero"`
+	Held        string    `json:"held,omitempty"` // a gate that holds the schedule now
+}
+
+type dueJSON struct {
+	Slot    time.Time `json:"slot"`
+	Key     string    `json:"idempotency_key"`
+	Kind    string    `json:"kind"`
+	Attempt int       `json:"attempt"`
+	Note    string    `json:"note"`
+}
+
+type waitJSON struct {
+	Key    string    `json:"idempotency_key"`
+	Slot   time.Time `json:"slot"`
+	Status string    `json:"status"` // retry | claimed
+	At     time.Time `json:"at"`     // when the retry is due, or the claim's deadline
+	Note   string    `json:"note"`
+}
+
+// upcoming describes what run-due will do about s, from the plan's own
+// answer and the gates as they stand at now.
+func upcoming(cfg *model.Config, st *state.State, s *model.Schedule, now time.Time, count int) nextJSON {
+	u := plan.UpcomingOf(s, st, now, count)
+	n := nextJSON{ID: s.ID, Name: s.Name, Trigger: trigger(s), Timezone: s.Timezone, Next: nonNil(u.Next), LastDecided: u.Ahead}
+	d := gate.Check(gate.Input{Schedule: s, Policies: &cfg.Policies, State: st, Now: now})
+	switch d.Action {
+	case gate.Skip:
+		n.Held = d.Reason + ": " + d.Detail
+	case gate.NeedApproval:
+		n.Held = d.Detail
+	}
+	for _, c := range u.Due {
+		note := map[plan.Kind]string{
+			plan.KindSlot:     "due now",
+			plan.KindRetry:    fmt.Sprintf("due now: attempt %d", c.Attempt),
+			plan.KindApproved: "due now: approved",
+			plan.KindMissed:   "too late for the catch-up window: recorded as missed, not run",
+			plan.KindLost:     "its run stopped without an outcome: recorded as lost, then retried",
+			plan.KindStale:    "a retry too late for the catch-up window: dead-lettered, not run",
+		}[c.Kind]
+		if c.Missed > 0 {
+			note += fmt.Sprintf("; %d older missed slot(s) not run", c.Missed)
+		}
+		if n.Held != "" && (c.Kind == plan.KindSlot || c.Kind == plan.KindRetry) {
+			note += "; held now: " + n.Held
+		}
+		n.Due = append(n.Due, dueJSON{Slot: c.Slot, Key: c.Key, Kind: string(c.Kind), Attempt: c.Attempt, Note: note})
+	}
+	for _, o := range u.Waiting {
+		w := waitJSON{Key: o.Key, Slot: o.Slot, Status: o.Status}
+		switch o.Status {
+		case state.OpenRetry:
+			w.At, w.Note = o.RetryAt, fmt.Sprintf("attempt %d of the slot %s, after its backoff", o.Attempt, o.Slot.UTC().Format(time.RFC3339))
+		default:
+			w.At, w.Note = o.Deadline, fmt.Sprintf("running (runner %s); counted as lost if it has no outcome by then", o.Runner)
+		}
+		n.Waiting = append(n.Waiting, w)
+	}
+	return n
 }
 
 // selectSchedules resolves ids or names; no args selects all.

@@ -70,6 +70,7 @@ func TestScripts(t *testing.T) {
 			"uniquelines": uniqueLines,
 			"hmacsign":    hmacSign,
 			"signtrigger": signTrigger,
+			"killruns":    killRuns,
 		},
 	})
 }

@@ -29,6 +29,7 @@ package cron
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"strings"
 	"time"
@@ -289,12 +290,82 @@ func (s *Spec) Slots(after, until time.Time, max int) []time.Time {
 	return out
 }
 
-// Count counts slots in (after, until], stopping at max.
-func (s *Spec) Count(after, until time.Time, max int) int {
-	if s.every > 0 && until.After(after) {
-		return min(max, int(intervalFloor(until, s.every).Sub(intervalFloor(after, s.every))/s.every))
+// Count is the exact number of slots in (after, until], len(Slots) without
+// listing them: arithmetic for intervals; for cron, a walk over the days in
+// which a day that no clock change touches adds its fixed number of slots,
+// and only the day or two around each change are resolved slot by slot, as
+// Slots resolves them. Its cost grows with the days in the range, never
+// with the slots.
+func (s *Spec) Count(after, until time.Time) int {
+	if !until.After(after) || s.never {
+		return 0
 	}
-	return len(s.Slots(after, until, max))
+	if s.every > 0 {
+		return int(intervalFloor(until, s.every).Sub(intervalFloor(after, s.every)) / s.every)
+	}
+	perDay := bits.OnesCount64(s.f.hour) * bits.OnesCount64(s.f.minute)
+	var z zonePeriod
+	var last time.Time // the newest slot counted one by one
+	n := 0
+	end := civil(until.In(s.loc)).AddDate(0, 0, 1)
+	for day := civil(after.In(s.loc)).AddDate(0, 0, -1); !day.After(end); day = day.AddDate(0, 0, 1) {
+		if s.f.month&(1<<day.Month()) == 0 || !s.f.dayMatches(day) {
+			continue
+		}
+		// A day whose wall times all occur once, in one zone period (none
+		// also occurs in the period before or after it), fires at each of
+		// its wall times; unless a slot of the day before was moved onto
+		// its first instant (a gap's end), it counts whole when in range.
+		z.around(s, day)
+		lo, hi := day.Add(-z.off), day.Add(24*time.Hour-z.off)
+		if (z.start.IsZero() || !z.start.After(day.Add(-max(z.off, z.before)))) &&
+			(z.stop.IsZero() || !z.stop.Before(day.Add(24*time.Hour-min(z.off, z.after)))) &&
+			lo.After(last) && lo.After(after) && !hi.After(until) {
+			n += perDay
+			continue
+		}
+		for _, t := range s.daySlots(day) {
+			if t.After(after) && !t.After(until) && t.After(last) {
+				n++
+				last = t
+			}
+		}
+	}
+	return n
+}
+
+// zonePeriod is the zone period holding noon of the last day a walk
+// looked up, with the offsets on either side of it, so that the days of
+// one period cost no zone lookup.
+type zonePeriod struct {
+	off, before, after time.Duration // in the period, before its start, from its stop
+	start, stop        time.Time     // zero: unbounded
+	ok                 bool
+}
+
+// around makes z the zone period holding noon of day (a civil date).
+func (z *zonePeriod) around(s *Spec, day time.Time) {
+	if z.ok {
+		noon := day.Add(12*time.Hour - z.off)
+		if (z.start.IsZero() || !z.start.After(noon)) && (z.stop.IsZero() || z.stop.After(noon)) {
+			return
+		}
+	}
+	offset := func(t time.Time) time.Duration {
+		_, sec := t.In(s.loc).Zone()
+		return time.Duration(sec) * time.Second
+	}
+	noon := day.Add(12 * time.Hour)
+	z.off = offset(noon)
+	z.start, z.stop = noon.Add(-z.off).In(s.loc).ZoneBounds()
+	z.before, z.after = z.off, z.off
+	if !z.start.IsZero() {
+		z.before = offset(z.start.Add(-time.Second))
+	}
+	if !z.stop.IsZero() {
+		z.after = offset(z.stop)
+	}
+	z.ok = true
 }
 
 func intervalFloor(t time.Time, d time.Duration) time.Time {
@@ -330,7 +401,7 @@ func (s *Spec) daySlots(day time.Time) []time.Time {
 		return nil
 	}
 	off, steady := s.steadyOffset(day)
-	var out []time.Time
+	out := make([]time.Time, 0, bits.OnesCount64(f.hour)*bits.OnesCount64(f.minute))
 	for h := 0; h < 24; h++ {
 		if f.hour&(1<<h) == 0 {
 			continue

@@ -332,17 +332,14 @@ func TestSlotsAndCount(t *testing.T) {
 	if len(got) != 6 || !got[0].Equal(ts(t, "2026-11-22T04:00:00Z")) || !got[5].Equal(to) {
 		t.Fatalf("slots (from, to] = %v", got)
 	}
-	if n := s.Count(from, to, 100); n != 6 {
+	if n := s.Count(from, to); n != 6 {
 		t.Fatalf("count = %d", n)
-	}
-	if n := s.Count(from, to, 3); n != 3 {
-		t.Fatalf("bounded count = %d", n)
 	}
 	every, err := Every(30 * time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, m := every.Count(from, to, 1000), len(every.Slots(from, to, 1000)); n != 48 || m != 48 {
+	if n, m := every.Count(from, to), len(every.Slots(from, to, 1000)); n != 48 || m != 48 {
 		t.Fatalf("interval count %d, slots %d, want 48", n, m)
 	}
 	if p := every.Prev(ts(t, "2026-11-22T10:29:59Z")); !p.Equal(ts(t, "2026-11-22T10:00:00Z")) {
@@ -568,8 +565,8 @@ func slotsMatchNext(t *testing.T, s *Spec, from, to time.Time) {
 			t.Fatalf("%s %s: slot %d %s, Next gives %s", s.Location(), s, i, got[i], want[i])
 		}
 	}
-	if c := s.Count(from, to, 5); c != min(5, len(want)) {
-		t.Fatalf("bounded count %d", c)
+	if c := s.Count(from, to); c != len(want) {
+		t.Fatalf("%s %s: count %d, %d slots", s.Location(), s, c, len(want))
 	}
 }
 
@@ -595,5 +592,41 @@ func BenchmarkSlotsDSTDay(b *testing.B) {
 	from, to := ts(b, "2026-10-24T22:00:00Z"), ts(b, "2026-10-25T23:00:00Z")
 	for b.Loop() {
 		s.Slots(from, to, 10000)
+	}
+}
+
+// TestCountExactOverYears: Count equals the number of slots Slots lists
+// over ranges of years with edges inside days and across every clock
+// change of the zones, without a cap.
+func TestCountExactOverYears(t *testing.T) {
+	zones := []string{"UTC", "Europe/Berlin", "Australia/Lord_Howe", "America/Santiago", "Asia/Kathmandu"}
+	exprs := []string{"*/5 * * * *", "30 2 * * *", "0 0 1 * 5", "15 1-3 * * 1-5", "0 */4 1,15 * *", "@every 7m"}
+	ranges := [][2]string{{"2024-02-28T13:37:00Z", "2026-11-22T09:00:00Z"}, {"2025-03-30T00:59:59Z", "2025-10-26T01:00:00Z"}}
+	for _, z := range zones {
+		for _, e := range exprs {
+			s, err := Parse(e, mustLoc(t, z))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range ranges {
+				from, to := ts(t, r[0]), ts(t, r[1])
+				if got, want := s.Count(from, to), len(s.Slots(from, to, 1<<30)); got != want {
+					t.Errorf("%s %s (%s, %s]: count %d, %d slots", z, e, r[0], r[1], got, want)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkCountFiveYears is the longest count planning makes: missed
+// slots of an every-5-minutes schedule over five years, in a DST zone.
+func BenchmarkCountFiveYears(b *testing.B) {
+	s, err := Parse("*/5 * * * *", mustLoc(b, "Europe/Berlin"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	from, to := ts(b, "2021-11-22T00:00:00Z"), ts(b, "2026-11-22T00:00:00Z")
+	for b.Loop() {
+		s.Count(from, to)
 	}
 }

@@ -113,6 +113,7 @@ type Repo struct {
 	secrets   []string             // strings that must never appear in errors
 
 	warnings []string // see Warnings
+	runLock  *os.File // held by LockRun until the process exits
 }
 
 // Open opens the repository whose worktree root is opts.Dir.

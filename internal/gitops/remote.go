@@ -83,8 +83,9 @@ func (r *Repo) Push(ctx context.Context) error {
 	}
 	defer rs.sess.Close()
 	old := rs.refs[r.branch]
-	if old == local {
-		return nil
+	tracking := plumbing.NewRemoteReferenceName(r.opts.Remote, r.branch.Short())
+	if old == local { // pushed before, by a run killed before it noted so
+		return r.st.SetReference(plumbing.NewHashReference(tracking, local))
 	}
 	if !old.IsZero() && r.st.HasEncodedObject(old) != nil {
 		return r.rejected(old)
@@ -98,7 +99,6 @@ func (r *Repo) Push(ctx context.Context) error {
 	}
 	// Record what the remote now has, as git push does (git status then
 	// says "up to date with origin/<branch>").
-	tracking := plumbing.NewRemoteReferenceName(r.opts.Remote, r.branch.Short())
 	return r.st.SetReference(plumbing.NewHashReference(tracking, local))
 }
 

@@ -18,9 +18,6 @@ const (
 	// MaxSlotsPerSchedule bounds the new slots one schedule adds to a run's
 	// plan whatever its configuration says (a second line of defence).
 	MaxSlotsPerSchedule = MaxCatchupMax
-	// MaxMissedCount bounds the counting of missed slots; a larger count is
-	// reported as MaxMissedCount+1, "more than MaxMissedCount".
-	MaxMissedCount = 1000
 	// MaxSchedules caps the schedules of a repository.
 	MaxSchedules = 5000
 	// MaxCandidatesPerRun bounds what one run plans, and so the decisions

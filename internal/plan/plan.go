@@ -25,6 +25,7 @@ const (
 	KindSlot     Kind = "slot"     // a new scheduled slot
 	KindMissed   Kind = "missed"   // a slot too late to run: record it, run nothing
 	KindRetry    Kind = "retry"    // a failed slot whose backoff has passed
+	KindStale    Kind = "stale"    // a retry due longer ago than the catch-up window: dead-letter it, run nothing
 	KindLost     Kind = "lost"     // a claim whose runner died: record it as failed
 	KindApproved Kind = "approved" // an approved request waiting to run
 	KindManual   Kind = "manual"   // astra run
@@ -40,10 +41,22 @@ type Candidate struct {
 	Key      string
 	Mode     string // scheduled | manual | event
 	Attempt  int    // 1 for a first run
-	Missed   int    // older slots dropped by the catch-up policy (a count above model.MaxMissedCount means more)
+	Missed   int    // older slots dropped by the catch-up policy, counted exactly (within countHorizon)
+	// MissedMore: the last decided slot is older than the counting
+	// horizon (5 years), so Missed counts only that far back.
+	MissedMore bool
 	// MissedFirst and MissedLast are the oldest and newest of those slots.
 	MissedFirst, MissedLast time.Time
 	Open                    *state.Open
+
+	rank   int       // places its schedule takes before it in this plan
+	served time.Time // when a run last decided a slot of its schedule
+}
+
+// takesPlace reports whether a candidate counts against a run's limit:
+// the kinds that may run a tool. The others only record a decision.
+func (k Kind) takesPlace() bool {
+	return k == KindSlot || k == KindRetry || k == KindApproved
 }
 
 // Filter narrows a plan (run-due flags).
@@ -86,11 +99,24 @@ func ParseShard(s string) (k, n int, err error) {
 	return k, n, nil
 }
 
-// Due lists the candidates at now, highest priority first, then oldest
-// slot: the first model.MaxCandidatesPerRun of them.
+// Due lists the candidates at now in the order a run takes them (see
+// compare): the first model.MaxCandidatesPerRun of them.
 func Due(cfg *model.Config, st *state.State, now time.Time, f Filter) []Candidate {
-	// Open slots by schedule, in key order so candidates come out the same
-	// way every time.
+	openKeys := openBySchedule(st)
+	first := &firstN{n: model.MaxCandidatesPerRun}
+	for _, s := range cfg.Schedules {
+		if f.Match(s) {
+			first.add(candidates(s, st, openKeys[s.ID], now))
+		}
+	}
+	out := first.items
+	slices.SortFunc(out, compare)
+	return out
+}
+
+// openBySchedule lists the open keys of each schedule, in key order, so
+// candidates come out the same way every time.
+func openBySchedule(st *state.State) map[string][]string {
 	keys := make([]string, 0, len(st.Open))
 	for k := range st.Open {
 		keys = append(keys, k)
@@ -101,25 +127,52 @@ func Due(cfg *model.Config, st *state.State, now time.Time, f Filter) []Candidat
 		id := st.Open[k].ScheduleID
 		openKeys[id] = append(openKeys[id], k)
 	}
-	first := &firstN{n: model.MaxCandidatesPerRun}
-	for _, s := range cfg.Schedules {
-		if !f.Match(s) {
-			continue
-		}
-		first.add(open(s, st, openKeys[s.ID], now))
-		if s.Enabled {
-			first.add(slots(s, st, now))
-		}
-	}
-	out := first.items
-	slices.SortFunc(out, compare)
-	return out
+	return openKeys
 }
 
-// compare orders candidates: highest priority first, then oldest slot.
-// Keys are unique, so the order is total.
+// candidates are one schedule's candidates at now, oldest slot first,
+// each ranked by how many places of the schedule come before it.
+func candidates(s *model.Schedule, st *state.State, keys []string, now time.Time) []Candidate {
+	cs := open(s, st, keys, now)
+	if s.Enabled {
+		cs = append(cs, slots(s, st, now)...)
+	}
+	slices.SortFunc(cs, func(a, b Candidate) int {
+		if c := a.Slot.Compare(b.Slot); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+	var served time.Time
+	if sc := st.Schedules[s.ID]; sc != nil {
+		served = sc.DecidedAt
+	}
+	rank := 0
+	for i := range cs {
+		cs[i].served = served
+		if cs[i].Kind.takesPlace() {
+			cs[i].rank = rank
+			rank++
+		}
+	}
+	return cs
+}
+
+// compare orders candidates: highest priority first; within a priority,
+// round-robin over schedules (every schedule's first place before any
+// schedule's second, and so on), the schedule served longest ago first;
+// then the oldest slot. A schedule's own slots run oldest first. So one
+// schedule's backlog cannot take the places of others of its priority:
+// with N schedules of a priority due and a limit of L places, each gets
+// one within ceil(N/L) runs. Keys are unique, so the order is total.
 func compare(a, b Candidate) int {
 	if c := cmp.Compare(b.Schedule.Priority, a.Schedule.Priority); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(a.rank, b.rank); c != 0 {
+		return c
+	}
+	if c := a.served.Compare(b.served); c != 0 {
 		return c
 	}
 	if c := a.Slot.Compare(b.Slot); c != 0 {
@@ -174,7 +227,14 @@ func open(s *model.Schedule, st *state.State, keys []string, now time.Time) []Ca
 		case o.Status == state.OpenClaimed && !o.Deadline.IsZero() && now.After(o.Deadline):
 			c.Kind = KindLost
 		case o.Status == state.OpenRetry && !now.Before(o.RetryAt):
+			// A retry is a late run like any other: beyond the catch-up
+			// window it goes to the dead letter (a person may release it)
+			// rather than run long after anyone expected it. A retry a
+			// person asked for runs whenever the next run comes.
 			c.Kind = KindRetry
+			if !o.Released && now.Sub(o.RetryAt) > Window(s) {
+				c.Kind = KindStale
+			}
 		default:
 			continue // a live claim or a retry still backing off
 		}
@@ -193,30 +253,44 @@ func open(s *model.Schedule, st *state.State, keys []string, now time.Time) []Ca
 }
 
 // countHorizon is how far back missed slots are counted: as far as the
-// cron walk looks for a previous slot. A last slot older than that (an
-// edited ledger) costs no more than this walk.
+// cron walk looks for a previous slot. A last slot older than that (a
+// schedule disabled for years, an edited ledger) costs no more than this
+// walk, and the count says it is a lower bound (MissedMore).
 const countHorizon = 5 * 366 * 24 * time.Hour
+
+// Window is how late a run of s may start: its catch-up window, at most
+// model.MaxCatchupWindow whatever the configuration says.
+func Window(s *model.Schedule) time.Duration {
+	return min(s.Catchup.Window.D(), model.MaxCatchupWindow)
+}
+
+// base is the instant after which a schedule's slots are new: its last
+// decided slot, else when it was first seen; zero for a schedule never
+// seen.
+func base(s *model.Schedule, st *state.State) time.Time {
+	sc := st.Schedules[s.ID]
+	if sc == nil {
+		return time.Time{}
+	}
+	if sc.LastSlot.IsZero() {
+		return sc.CreatedAt
+	}
+	return sc.LastSlot
+}
 
 // slots returns the new scheduled slots of one schedule under its catch-up
 // policy (docs/design.md, "Catch-up"): at most model.MaxSlotsPerSchedule,
-// and at most model.MaxMissedCount+1 missed slots counted, even for a
-// configuration that never went through validation.
+// even for a configuration that never went through validation; slots too
+// old to run are counted exactly (within countHorizon).
 func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
-	sc := st.Schedules[s.ID]
-	base := time.Time{}
-	if sc != nil {
-		base = sc.LastSlot
-	}
-	if base.IsZero() && s.RunImmediately {
+	if sc := st.Schedules[s.ID]; (sc == nil || sc.LastSlot.IsZero()) && s.RunImmediately {
 		// No slot of its own recorded yet: run_immediately runs once, now,
 		// whether the schedule came with the repository's first run or was
 		// added later (its schedule.created is recorded before planning).
 		slot := now.Truncate(time.Minute)
 		return []Candidate{{Kind: KindSlot, Schedule: s, Slot: slot, Key: ledger.SlotKey(s.ID, slot), Mode: ledger.ModeScheduled, Attempt: 1}}
 	}
-	if base.IsZero() && sc != nil {
-		base = sc.CreatedAt
-	}
+	base := base(s, st)
 	if base.IsZero() {
 		return nil // first sight: nothing before now is due
 	}
@@ -227,15 +301,14 @@ func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 	if latest.IsZero() || !latest.After(base) {
 		return nil
 	}
-	mk := func(kind Kind, slot time.Time, missed int) Candidate {
-		return Candidate{Kind: kind, Schedule: s, Slot: slot, Key: ledger.SlotKey(s.ID, slot), Mode: ledger.ModeScheduled, Attempt: 1, Missed: missed}
-	}
-	window := min(s.Catchup.Window.D(), model.MaxCatchupWindow)
-	tooLate := now.Sub(latest) > window
-	countFrom := base
+	countFrom, more := base, false
 	if h := now.Add(-countHorizon); countFrom.Before(h) {
-		countFrom = h
+		countFrom, more = h, true
 	}
+	mk := func(kind Kind, slot time.Time) Candidate {
+		return Candidate{Kind: kind, Schedule: s, Slot: slot, Key: ledger.SlotKey(s.ID, slot), Mode: ledger.ModeScheduled, Attempt: 1}
+	}
+	window := Window(s)
 	switch s.Catchup.Policy {
 	case model.CatchupAll:
 		from := base
@@ -244,29 +317,30 @@ func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 		}
 		var out []Candidate
 		for _, t := range s.Spec.Slots(from, now, min(s.Catchup.Max, model.MaxSlotsPerSchedule)) {
-			out = append(out, mk(KindSlot, t, 0))
+			out = append(out, mk(KindSlot, t))
 		}
 		if len(out) == 0 {
-			return []Candidate{mk(KindMissed, latest, 0)}
+			return []Candidate{mk(KindMissed, latest)}
 		}
-		dropped(s, &out[0], countFrom, from)
+		dropped(s, &out[0], countFrom, from, more)
 		return out
 	default: // latest, skip: only the newest slot, if not too late
-		c := mk(KindSlot, latest, 0)
-		if tooLate {
+		c := mk(KindSlot, latest)
+		if now.Sub(latest) > window {
 			c.Kind = KindMissed
 		}
-		dropped(s, &c, countFrom, latest.Add(-time.Nanosecond))
+		dropped(s, &c, countFrom, latest.Add(-time.Nanosecond), more)
 		return []Candidate{c}
 	}
 }
 
 // dropped sets what c's catch-up policy leaves out: the slots in
-// (after, until], counted up to model.MaxMissedCount+1, and the oldest and
-// newest of them.
-func dropped(s *model.Schedule, c *Candidate, after, until time.Time) {
-	c.Missed = s.Spec.Count(after, until, model.MaxMissedCount+1)
+// (after, until], counted exactly, and the oldest and newest of them; more
+// says after is the counting horizon, not the last decided slot.
+func dropped(s *model.Schedule, c *Candidate, after, until time.Time, more bool) {
+	c.Missed = s.Spec.Count(after, until)
 	if c.Missed > 0 {
+		c.MissedMore = more
 		c.MissedFirst, c.MissedLast = s.Spec.Next(after), s.Spec.Prev(until)
 	}
 }

@@ -133,8 +133,8 @@ func TestFilterAndShards(t *testing.T) {
 
 // TestBoundsWithoutValidation: a schedule that never went through
 // validation (every second, unbounded catch-up) still adds at most
-// MaxSlotsPerSchedule slots, and missed slots are counted to
-// MaxMissedCount+1, "more than MaxMissedCount".
+// MaxSlotsPerSchedule slots, and its missed slots are counted exactly,
+// however many.
 func TestBoundsWithoutValidation(t *testing.T) {
 	now := t0.Add(60 * 24 * time.Hour) // more than any catch-up window
 	every, _ := cron.Every(time.Second)
@@ -150,12 +150,13 @@ func TestBoundsWithoutValidation(t *testing.T) {
 	if len(got) != model.MaxSlotsPerSchedule {
 		t.Fatalf("%d slots, want %d", len(got), model.MaxSlotsPerSchedule)
 	}
-	if got[0].Missed != model.MaxMissedCount+1 {
-		t.Errorf("missed %d, want %d", got[0].Missed, model.MaxMissedCount+1)
+	// Older than the window (31 days at most): (t0, now-31d], every second.
+	if want := 29*86400 - 1; got[0].Missed != want || got[0].MissedMore {
+		t.Errorf("missed %d (more %v), want %d", got[0].Missed, got[0].MissedMore, want)
 	}
 	got = Due(&model.Config{Schedules: []*model.Schedule{hostile(model.CatchupLatest)}}, st, now, Filter{})
-	if len(got) != 1 || got[0].Missed != model.MaxMissedCount+1 {
-		t.Fatalf("latest: %s missed %d", kinds(got), got[0].Missed)
+	if want := 60*86400 - 1; len(got) != 1 || got[0].Missed != want {
+		t.Fatalf("latest: %s missed %d, want %d", kinds(got), got[0].Missed, want)
 	}
 
 	// A last slot from an edited ledger, long ago: counted from the horizon.
@@ -164,8 +165,8 @@ func TestBoundsWithoutValidation(t *testing.T) {
 	st = state.New(now)
 	created(st, "y", time.Date(2, 1, 1, 0, 0, 0, 0, time.UTC))
 	got = Due(&model.Config{Schedules: []*model.Schedule{old}}, st, now, Filter{})
-	if len(got) != 1 || got[0].Kind != KindMissed || got[0].Missed > 5 {
-		t.Fatalf("yearly from year 1: %s missed %d", kinds(got), got[0].Missed)
+	if len(got) != 1 || got[0].Kind != KindMissed || got[0].Missed > 5 || !got[0].MissedMore {
+		t.Fatalf("yearly from year 1: %s missed %d (more %v)", kinds(got), got[0].Missed, got[0].MissedMore)
 	}
 }
 
@@ -187,7 +188,7 @@ func TestDueKeepsTheFirst(t *testing.T) {
 	}
 	var all []Candidate
 	for _, s := range cfg.Schedules {
-		all = append(all, slots(s, st, now)...)
+		all = append(all, candidates(s, st, nil, now)...)
 	}
 	slices.SortFunc(all, compare)
 	got := Due(cfg, st, now, Filter{})

@@ -16,6 +16,10 @@ func Annotations(w io.Writer, rep *runner.Report) {
 		switch o.Action {
 		case runner.ActionFailed, runner.ActionLost:
 			annotate(w, "error", "astra: "+o.Name+" failed", fmt.Sprintf("%s (%s) %s", o.Key, o.Reason, o.Detail))
+		case runner.ActionMissed:
+			if o.DeadLettered { // a retry too late to run
+				annotate(w, "warning", "astra: "+o.Name+" dead-lettered", fmt.Sprintf("%s (%s) %s", o.Key, o.Reason, o.Detail))
+			}
 		case runner.ActionAwaitingApproval:
 			annotate(w, "notice", "astra: "+o.Name+" awaits approval", strings.TrimSpace(o.PRURL+" "+o.Detail))
 		case runner.ActionRan:

@@ -22,6 +22,9 @@ func LedgerStatus(rep *runner.Report) []string {
 	case rep.Spilled != "":
 		out = append(out, fmt.Sprintf("ledger committed %s, not pushed: %s saved on branch %s, which the next run adds",
 			c, events(rep.Unpushed), rep.Spilled))
+	case rep.UnpushedCommits > 0:
+		out = append(out, fmt.Sprintf("ledger committed %s locally, not pushed (--no-push): %s the remote does not have; the next run that pushes sends them first",
+			c, commits(rep.UnpushedCommits)))
 	case rep.Unpushed > 0 && rep.PushedCommit != "":
 		out = append(out, fmt.Sprintf("ledger committed %s, not pushed: the remote has this run's commit %s, but not the %s after it (in this checkout only)",
 			c, Short(rep.PushedCommit), events(rep.Unpushed)))
@@ -47,6 +50,14 @@ func LedgerStatus(rep *runner.Report) []string {
 			"a run from this checkout continues from %s", c))
 	}
 	return out
+}
+
+// commits counts commits in words.
+func commits(n int) string {
+	if n == 1 {
+		return "1 commit"
+	}
+	return fmt.Sprintf("%d commits", n)
 }
 
 // events counts ledger events in words.

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/runner"
 )
 
@@ -135,8 +134,8 @@ func reasons(o *runner.Outcome) []string {
 		why = append(why, "dead-lettered (astra dead-letter list)")
 	}
 	switch {
-	case o.Missed > model.MaxMissedCount:
-		why = append(why, fmt.Sprintf("more than %d older missed slots not run (catch-up policy)", model.MaxMissedCount))
+	case o.MissedMore:
+		why = append(why, fmt.Sprintf("more than %d older missed slots not run (catch-up policy; counted over the last 5 years)", o.Missed))
 	case o.Missed > 0:
 		why = append(why, fmt.Sprintf("%d older missed slot(s) not run (catch-up policy)", o.Missed))
 	}

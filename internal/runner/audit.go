@@ -8,15 +8,14 @@ import (
 
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledger"
-	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 )
 
 // DroppedDetail is the Detail of catchup.dropped: the slots one schedule's
 // catch-up policy left out in one run, as a count and its bounds.
 type DroppedDetail struct {
-	Count  int       `json:"count"`          // model.MaxMissedCount+1 means more than model.MaxMissedCount
-	More   bool      `json:"more,omitempty"` // the count stopped at its limit
+	Count  int       `json:"count"`
+	More   bool      `json:"more,omitempty"` // Count covers only the last 5 years: there were more
 	First  time.Time `json:"first"`
 	Last   time.Time `json:"last"`
 	Policy string    `json:"policy"`
@@ -32,7 +31,7 @@ func (s *session) recordDropped(c plan.Candidate) error {
 		return nil
 	}
 	sc := c.Schedule
-	d := DroppedDetail{Count: c.Missed, More: c.Missed > model.MaxMissedCount, First: c.MissedFirst.UTC(), Last: c.MissedLast.UTC(),
+	d := DroppedDetail{Count: c.Missed, More: c.MissedMore, First: c.MissedFirst.UTC(), Last: c.MissedLast.UTC(),
 		Policy: sc.Catchup.Policy, Window: strings.TrimSuffix(strings.TrimSuffix(sc.Catchup.Window.D().String(), "0s"), "0m"), For: c.Key}
 	b, err := json.Marshal(d)
 	if err != nil {
@@ -40,7 +39,7 @@ func (s *session) recordDropped(c plan.Candidate) error {
 	}
 	count := fmt.Sprint(d.Count)
 	if d.More {
-		count = fmt.Sprintf("more than %d", model.MaxMissedCount)
+		count = fmt.Sprintf("more than %d", d.Count)
 	}
 	ev := &ledger.Event{Event: ledger.CatchupDropped, ScheduleID: sc.ID, Slot: d.Last, Actor: sc.Actor, Tenant: sc.Tenant,
 		Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: ledger.StatusDropped, Reason: ledger.ReasonMissed, Mode: ledger.ModeScheduled,

@@ -229,7 +229,13 @@ func (r *Runner) RefuseTrigger(ctx context.Context, event, reason, why string) (
 // record appends the events build returns (it sees the replayed state to
 // check the request against), then commits and pushes them like a run. A
 // refusal's event is recorded too, and its error returned.
-func (r *Runner) record(ctx context.Context, command string, build func(s *session) ([]*ledger.Event, error)) (*Report, error) {
+func (r *Runner) record(ctx context.Context, command string, build func(s *session) ([]*ledger.Event, error)) (rep *Report, err error) {
+	release, err := r.settle(ctx, command)
+	defer release()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { r.finishReport(rep) }()
 	if err := r.pullState(ctx); err != nil {
 		return nil, err
 	}

@@ -64,12 +64,14 @@ type fakeGit struct {
 	local     map[string][]byte // the local branch's files
 	commits   []string          // commit messages
 	commitErr error
+	tracked   map[string][]byte // the remote's files at the last sync or push
+	unpushed  int               // commits since then
 }
 
 func newGit(dir string, remote *fakeRemote) *fakeGit {
 	remote.mu.Lock()
 	defer remote.mu.Unlock()
-	return &fakeGit{dir: dir, remote: remote, base: remote.version, local: maps.Clone(remote.files)}
+	return &fakeGit{dir: dir, remote: remote, base: remote.version, local: maps.Clone(remote.files), tracked: maps.Clone(remote.files)}
 }
 
 func (g *fakeGit) Commit(msg string, paths ...string) (string, bool, error) {
@@ -96,6 +98,7 @@ func (g *fakeGit) Commit(msg string, paths ...string) (string, bool, error) {
 		return "", false, nil
 	}
 	g.commits = append(g.commits, msg)
+	g.unpushed++
 	return fmt.Sprintf("c%03d", len(g.commits)), true, nil
 }
 
@@ -122,7 +125,7 @@ func (g *fakeGit) Push(ctx context.Context) error {
 	}
 	r.files = maps.Clone(g.local)
 	r.version++
-	g.base = r.version
+	g.base, g.tracked, g.unpushed = r.version, maps.Clone(g.local), 0
 	return nil
 }
 
@@ -132,6 +135,7 @@ func (g *fakeGit) Sync(ctx context.Context) error {
 	g.remote.mu.Lock()
 	defer g.remote.mu.Unlock()
 	g.local, g.base = maps.Clone(g.remote.files), g.remote.version
+	g.tracked, g.unpushed = maps.Clone(g.remote.files), 0
 	return nil
 }
 
@@ -197,7 +201,7 @@ func (g *fakeGit) CommittedFileSize(path string) (int64, bool, error) {
 func (g *fakeGit) RemoteFileSize(path string) (int64, bool, error) {
 	g.remote.mu.Lock()
 	defer g.remote.mu.Unlock()
-	b, ok := g.remote.files[path]
+	b, ok := g.tracked[path]
 	return int64(len(b)), ok, nil
 }
 
@@ -221,6 +225,50 @@ func (g *fakeGit) Head() (string, error) {
 }
 
 func (g *fakeGit) HeadHas(path string) (bool, error) { return false, nil }
+
+func (g *fakeGit) LockRun() (func(), error) { return func() {}, nil }
+
+func (g *fakeGit) Unpushed() (int, bool, error) { return g.unpushed, true, nil }
+
+// Drift compares the worktree with the local branch's files, as the real
+// one does (without an index: a shorter file is Behind).
+func (g *fakeGit) Drift(prefix string) (gitops.Drift, error) {
+	var d gitops.Drift
+	seen := map[string]bool{}
+	for p, want := range g.local {
+		if p != prefix && !strings.HasPrefix(p, prefix) {
+			continue
+		}
+		seen[p] = true
+		disk, err := os.ReadFile(filepath.Join(g.dir, filepath.FromSlash(p)))
+		switch {
+		case errors.Is(err, fs.ErrNotExist), err == nil && len(disk) < len(want) && strings.HasPrefix(string(want), string(disk)):
+			d.Behind = append(d.Behind, p)
+		case err != nil:
+			return d, err
+		case len(disk) == len(want):
+		case strings.HasPrefix(string(disk), string(want)):
+			d.Ahead = append(d.Ahead, p)
+		default:
+			d.Other = append(d.Other, p)
+		}
+	}
+	root := filepath.Join(g.dir, filepath.FromSlash(strings.TrimSuffix(prefix, "/")))
+	err := filepath.WalkDir(root, func(abs string, de fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil || de.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(g.dir, abs)
+		if rel = filepath.ToSlash(rel); !seen[rel] {
+			d.Ahead = append(d.Ahead, rel)
+		}
+		return nil
+	})
+	return d, err
+}
 
 // fakeForge is GitHub's side of approvals: pull requests by number.
 type fakeForge struct {

@@ -41,6 +41,15 @@ type Syncer interface {
 	Branch() string
 	Head() (string, error)
 	HeadHas(path string) (bool, error)
+	// LockRun keeps other astra runs out of the checkout until unlock
+	// is called or the process exits.
+	LockRun() (unlock func(), err error)
+	// Unpushed counts the branch's commits the remote lacked at the last
+	// fetch or push; known is false when that cannot be told.
+	Unpushed() (n int, known bool, err error)
+	// Drift says how the worktree files under a prefix differ from the
+	// branch tip.
+	Drift(prefix string) (gitops.Drift, error)
 }
 
 // maxRounds bounds how often a run retries after another runner pushed
@@ -126,12 +135,7 @@ func (r *Runner) pull(ctx context.Context) error {
 	if err := r.checkStateBranch(); err != nil {
 		return err
 	}
-	for _, p := range ledgerPaths {
-		if err := r.git.Materialize(p); err != nil {
-			return infraf("writing %s from the remote ledger: %w", p, err)
-		}
-	}
-	return nil
+	return r.materializeLedger()
 }
 
 // finish publishes the outcomes. When another runner pushed meanwhile, the
@@ -277,6 +281,20 @@ func (s *session) mergeSpills(ctx context.Context) error {
 				evs = append(evs, &e)
 			}
 		}
+		// A spill merged and pushed before its deletion went through (a
+		// run killed in between) is in the ledger already.
+		if evs, err = notInLedger(s.r.opts.Root, evs); err != nil {
+			return fmt.Errorf("spill %s: %w", name, err)
+		}
+		if len(evs) == 0 {
+			if n, known, err := s.r.git.Unpushed(); err == nil && known && n == 0 {
+				// Every event of it is on the remote already.
+				if err := s.r.git.DeleteSpill(ctx, name); err != nil {
+					s.report.Errors = append(s.report.Errors, fmt.Sprintf("deleting merged spill %s: %v", name, err))
+				}
+				continue
+			}
+		}
 		if err := s.j.Record(evs...); err != nil {
 			return err
 		}
@@ -284,8 +302,8 @@ func (s *session) mergeSpills(ctx context.Context) error {
 			return err
 		}
 		s.report.Merged += len(evs)
+		s.spills = append(s.spills, name)
 	}
-	s.spills = names
 	return nil
 }
 
@@ -308,6 +326,8 @@ func (s *session) commitMessage(phase string) string {
 	r := s.report
 	var b strings.Builder
 	switch {
+	case s.label != "":
+		b.WriteString(s.label)
 	case phase == "claim":
 		fmt.Fprintf(&b, "astra: claim %d run(s)", len(s.j.Recorded())-s.pushed)
 	case len(r.Outcomes) == 0:

@@ -40,7 +40,8 @@ type Outcome struct {
 	WouldRun     string       `json:"would_run,omitempty"`
 	PR           int          `json:"pr,omitempty"`
 	PRURL        string       `json:"pr_url,omitempty"`
-	Missed       int          `json:"missed,omitempty"` // older slots superseded by this one
+	Missed       int          `json:"missed,omitempty"`      // older slots superseded by this one
+	MissedMore   bool         `json:"missed_more,omitempty"` // Missed counts only the last 5 years: there were more
 	RetryAt      time.Time    `json:"retry_at,omitzero"`
 	DeadLettered bool         `json:"dead_lettered,omitempty"`
 	Chain        string       `json:"chain_next,omitempty"`
@@ -75,6 +76,9 @@ type Report struct {
 	// committed after it, which only this checkout has (or Spilled).
 	PushedCommit string `json:"pushed_commit,omitempty"`
 	Unpushed     int    `json:"unpushed_events,omitempty"`
+	// UnpushedCommits are local commits the remote lacks (--no-push): the
+	// next run that pushes sends them first.
+	UnpushedCommits int `json:"unpushed_commits,omitempty"`
 	// Interrupted: SIGINT or SIGTERM stopped the run; nothing was pushed
 	// after it.
 	Interrupted bool `json:"interrupted,omitempty"`

@@ -85,13 +85,15 @@ func (r *Runner) run(ctx context.Context, command string, decide func(*session) 
 	ctx, span := r.opts.Tracer.Start(ctx, "astra "+command, telemetry.Parent(r.opts.TraceParent),
 		telemetry.Attrs(telemetry.AttrDryRun, r.opts.DryRun))
 	defer func() { span.End(err) }()
-	rep, err = r.rounds(ctx, command, decide)
-	if rep != nil && r.git != nil {
-		rep.Warnings = append(rep.Warnings, r.git.Warnings()...)
+	release, err := r.settle(ctx, command)
+	defer release()
+	if err == nil {
+		rep, err = r.rounds(ctx, command, decide)
 	}
 	if rep != nil && ctx.Err() != nil {
 		rep.Interrupted = true
 	}
+	r.finishReport(rep)
 	if err == nil && rep != nil && len(rep.InfraErrors) > 0 {
 		err = infraf("%d git or GitHub failure(s) this run outlived (recorded; everything else ran): %s",
 			len(rep.InfraErrors), strings.Join(rep.InfraErrors, "; "))
@@ -124,6 +126,7 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 			return nil, err
 		}
 		s.report.Raced = raced
+		s.report.Warnings = append(s.report.Warnings, plan.ClockWarnings(r.cfg, s.state(), s.newest, s.now)...)
 		if err := s.mergeSpills(ctx); err != nil {
 			return nil, infraf("merging spilled events: %w", err)
 		}
@@ -144,22 +147,23 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 			if errors.Is(err, errRaced) && round < maxRounds {
 				s.report.Raced++
 				raced = s.report.Raced
-				if err := s.resync(ctx); err != nil {
-					return s.report, err
+				if err = s.resync(ctx); err == nil {
+					continue
 				}
-				continue
 			}
 			if err != nil {
-				why := "claim not recorded (" + s.r.opts.Redact.String(err.Error()) + "); nothing ran, the next run takes it"
+				// Only a lost race is another runner's doing; anything
+				// else (a lock, the network) is said as it is.
+				reason, why := reasonNotClaimed, "claim not recorded: "+s.r.opts.Redact.String(err.Error())+"; nothing ran, the next run takes it"
 				if errors.Is(err, gitops.ErrProtected) {
 					why = "claim not pushed: the remote refuses pushes to " + r.git.Branch() + " (protected branch); nothing ran"
 				}
 				if errors.Is(err, errRaced) {
-					why = "claim not pushed: other runners kept pushing first; the next run takes it"
+					reason, why = ledger.ReasonDuplicate, "claim not pushed: other runners kept pushing first; the next run takes it"
 					err = infraf("other runners pushed first %d times; nothing ran: %w", round+1, err)
 				}
 				for _, t := range tasks {
-					t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionSkipped, ledger.ReasonDuplicate, why
+					t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionSkipped, reason, why
 				}
 				return s.report, err
 			}
@@ -187,7 +191,7 @@ func (s *session) decideDue(ctx context.Context) ([]*task, error) {
 		switch c.Kind {
 		case plan.KindMissed:
 			t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, 1, "")
-			t.outcome.Missed = c.Missed
+			t.outcome.Missed, t.outcome.MissedMore = c.Missed, c.MissedMore
 			if err := s.skip(t, ledger.ReasonMissed, fmt.Sprintf("%s late, beyond the catch-up window %s (policy %s)",
 				s.now.Sub(c.Slot).Round(time.Minute), c.Schedule.Catchup.Window.D(), c.Schedule.Catchup.Policy)); err != nil {
 				return nil, err
@@ -199,6 +203,12 @@ func (s *session) decideDue(ctx context.Context) ([]*task, error) {
 		case plan.KindLost:
 			t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, c.Attempt, c.Open.TraceID)
 			if err := s.lost(t, c.Open); err != nil {
+				return nil, err
+			}
+			continue
+		case plan.KindStale:
+			t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, c.Attempt, c.Open.TraceID)
+			if err := s.stale(t, c.Open); err != nil {
 				return nil, err
 			}
 			continue
@@ -221,7 +231,7 @@ func (s *session) decideDue(ctx context.Context) ([]*task, error) {
 			trace = c.Open.TraceID
 		}
 		t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, c.Attempt, trace)
-		t.outcome.Missed = c.Missed
+		t.outcome.Missed, t.outcome.MissedMore = c.Missed, c.MissedMore
 		if c.Kind == plan.KindApproved {
 			if a := s.state().Approvals[c.Schedule.ID]; a != nil {
 				if a.TraceID != "" {
@@ -382,6 +392,18 @@ func (s *session) lost(t *task, o *state.Open) error {
 	ev.Reason, ev.Error = ledger.ReasonLost, detail
 	t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionLost, ledger.ReasonLost, detail
 	return s.record(append([]*ledger.Event{ev}, s.retryOrDeadLetter(t, detail)...)...)
+}
+
+// stale dead-letters a retry that came due longer ago than the schedule's
+// catch-up window: run now, it would be a late run nobody expects; a
+// person may still release it.
+func (s *session) stale(t *task, o *state.Open) error {
+	detail := fmt.Sprintf("retry due at %s is %s late, beyond the catch-up window %s (policy %s); not run: release it with `astra dead-letter retry %s`",
+		o.RetryAt.UTC().Format(time.RFC3339), s.now.Sub(o.RetryAt).Round(time.Minute), plan.Window(t.sched), t.sched.Catchup.Policy, t.key)
+	ev := t.event(ledger.RunDeadLettered, ledger.StatusDeadLetter)
+	ev.Attempt, ev.Reason, ev.Error = max(t.attempt-1, 1), ledger.ReasonMissed, detail
+	t.outcome.Action, t.outcome.Reason, t.outcome.Detail, t.outcome.DeadLettered = ActionMissed, ledger.ReasonMissed, detail, true
+	return s.record(ev)
 }
 
 // retryOrDeadLetter follows a failure: another attempt after the backoff,

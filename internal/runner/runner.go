@@ -83,6 +83,7 @@ type Runner struct {
 	exec  Executor
 	git   Syncer
 	forge Forge
+	prior recovered // what settle recovered from, for the report
 }
 
 // New returns a runner. git and forge may be nil: then nothing is
@@ -134,6 +135,8 @@ type session struct {
 	held    money.USD // cost caps of the runs running now (under mu)
 	spills  []string  // spill refs merged by this run
 	fan     *fanOut   // astra plan: claims go to a job matrix, nothing runs here (fanout.go)
+	newest  time.Time // ts of the ledger's newest event when replayed
+	label   string    // the commit message's first line, when not the usual
 }
 
 // open replays the ledger and starts a journal, repairing a broken tail
@@ -162,6 +165,7 @@ func (r *Runner) open(command string) (*session, error) {
 	if err := r.checkHome(st); err != nil {
 		return nil, err
 	}
+	s.newest = tail.TS
 	s.j = state.NewJournal(store, st, tail, r.opts.Clock, r.opts.DryRun)
 	return s, nil
 }

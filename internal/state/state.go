@@ -85,6 +85,7 @@ type snapshot struct {
 type Schedule struct {
 	CreatedAt  time.Time `json:"created_at"`
 	LastSlot   time.Time `json:"last_slot"`   // newest own scheduled slot with any event
+	DecidedAt  time.Time `json:"decided_at"`  // ts of the last event about one of its own slots: when a run last served it
 	LastRunAt  time.Time `json:"last_run_at"` // last completed or failed run
 	LastStatus string    `json:"last_status"` // completed | failed | skipped:<reason>
 	Day        string    `json:"day"`         // the UTC day Consumed counts (seed 000 last_reset)
@@ -112,6 +113,8 @@ type Open struct {
 	// A claim astra plan made for a job of a GitHub Actions matrix, which
 	// takes it (run.started) and runs it with astra run --claim.
 	Plan *PlanDetail `json:"plan,omitempty"`
+	// Released: a retry a person asked for (dead-letter retry), not a backoff.
+	Released bool `json:"released,omitempty"`
 }
 
 // PlanDetail is what a fan-out claim carries for its job: how the plan
@@ -362,9 +365,11 @@ func ownSlot(e *ledger.Event) bool {
 func (s *State) Apply(e *ledger.Event) {
 	s.Events++
 	if ownSlot(e) {
-		if sc := s.schedule(e.ScheduleID); e.Slot.After(sc.LastSlot) {
+		sc := s.schedule(e.ScheduleID)
+		if e.Slot.After(sc.LastSlot) {
 			sc.LastSlot = e.Slot
 		}
+		sc.DecidedAt = e.TS
 	}
 	switch e.Event {
 	case ledger.RunClaimed:
@@ -417,7 +422,7 @@ func (s *State) Apply(e *ledger.Event) {
 			delete(s.DeadLetters, e.IdempotencyKey)
 			s.putOpen(e.IdempotencyKey, &Open{
 				ScheduleID: d.ScheduleID, Slot: d.Slot, Mode: d.Mode, Status: OpenRetry, RetryAt: e.TS,
-				TraceID: d.TraceID, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier,
+				TraceID: d.TraceID, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier, Released: true,
 			})
 		}
 	case ledger.RunSkipped:
