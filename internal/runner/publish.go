@@ -48,6 +48,10 @@ var errRaced = errors.New("another runner pushed first")
 // publish commits what the run recorded so far and pushes it. A rejected
 // push returns errRaced.
 func (s *session) publish(ctx context.Context, phase string) error {
+	// The state snapshot goes into the commit of the events it covers.
+	if err := s.j.SaveSnapshot(); err != nil {
+		return infraf("writing the state snapshot: %w", err)
+	}
 	g := s.r.git
 	if g == nil || s.r.opts.DryRun {
 		return nil

@@ -154,6 +154,9 @@ func (r *Runner) open(command string) (*session, error) {
 	if err != nil {
 		return nil, ledgerErr(err, "")
 	}
+	if why := st.Fallback(); why != "" {
+		s.report.Warnings = append(s.report.Warnings, why)
+	}
 	s.j = state.NewJournal(store, st, tail, r.opts.Clock, r.opts.DryRun)
 	return s, nil
 }
