@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/chromedp/chromedp v0.23.0 // tests only: drives headless Chromium for the dashboard test
+	github.com/go-git/go-billy/v5 v5.9.2 // go-git's filesystem: opening partial clones and sparse checkouts (internal/gitops)
 	github.com/go-git/go-git/v5 v5.19.3 // mandated: all git work (internal/gitops) and the fake GitHub's real repository
 	github.com/go-jose/go-jose/v4 v4.1.8 // JWT and JWKS for trigger callers (internal/identity): no dependencies, explicit algorithm allow-list, the JOSE core under coreos/go-oidc
 	github.com/google/go-github/v60 v60.0.0 // mandated: GitHub REST client and its types (internal/forge)
@@ -36,7 +37,6 @@ require (
 	github.com/emirpasic/gods v1.18.1 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/go-git/gcfg v1.5.1-0.20230307220236-3a3c6141e376 // indirect
-	github.com/go-git/go-billy/v5 v5.9.2 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect

@@ -33,7 +33,7 @@ var layers = map[string][]string{
 	"scripts/action":             {}, // tests of the GitHub Action's scripts
 	"internal/model":             {"internal/cron", "internal/diag", "internal/money"},
 	"internal/config":            {"internal/cron", "internal/diag", "internal/model", "internal/money", "internal/redact", "internal/repofs"},
-	"internal/state":             {"internal/ledger", "internal/money"},
+	"internal/state":             {"internal/ledger", "internal/money", "internal/repofs"},
 	"internal/ledger/ledgertest": {"internal/ledger", "internal/money"},
 	"internal/forge/githubtest":  {},
 	"internal/gate":              {"internal/ledger", "internal/model", "internal/money", "internal/state"},

@@ -109,6 +109,7 @@ type Repo struct {
 	checkedOut bool // branch is the branch HEAD points to
 
 	remoteURL string               // "" when the remote is not configured
+	partial   bool                 // a partial clone: the remote supplies file contents on demand
 	auth      transport.AuthMethod // nil for local remotes or no credentials
 	secrets   []string             // strings that must never appear in errors
 
@@ -141,6 +142,9 @@ func Open(opts Options) (*Repo, error) {
 		return nil, err
 	}
 	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if errors.Is(err, git.ErrUnknownExtension) {
+		repo, err = openTolerant(dir) // a partial clone or a sparse checkout
+	}
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		if _, derr := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true}); derr == nil {
 			return nil, fmt.Errorf("%s is inside a git repository but is not its top level: run astra from the repository root", dir)
@@ -190,6 +194,10 @@ func Open(opts Options) (*Repo, error) {
 
 	if rc, ok := cfg.Remotes[opts.Remote]; ok && len(rc.URLs) > 0 {
 		r.remoteURL = rc.URLs[0]
+		switch strings.ToLower(cfg.Raw.Section("remote").Subsection(opts.Remote).Option("promisor")) {
+		case "true", "yes", "on", "1":
+			r.partial = true
+		}
 		if err := r.setupAuth(); err != nil {
 			return nil, err
 		}

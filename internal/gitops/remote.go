@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -326,8 +327,12 @@ func (r *Repo) fetch(ctx context.Context, src, dst plumbing.ReferenceName) (plum
 		Auth:       r.auth,
 		Tags:       git.NoTags,
 	}
-	if shallow {
-		opts.Depth = 1 // stay shallow: astra needs the tip, not the history
+	if shallow && !r.partial {
+		// Stay shallow: astra needs the tip, not the history. (A partial
+		// clone does not: a depth-1 fetch would bring the whole tip's
+		// content, every file the clone left out, where a plain fetch
+		// brings what changed since the commits it has.)
+		opts.Depth = 1
 	}
 	err = remote.FetchContext(ctx, opts)
 	var noMatch git.NoMatchingRefSpecError
@@ -362,6 +367,7 @@ func (r *Repo) checkout(old, tip plumbing.Hash) error {
 		return err
 	}
 	var dirty []string
+	changes = slices.DeleteFunc(changes, func(c fileChange) bool { return r.leftOut(c.path, c.from) })
 	for _, c := range changes {
 		same, err := r.sameAsDisk(c.path, c.from)
 		if err != nil {

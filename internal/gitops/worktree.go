@@ -419,6 +419,9 @@ func (r *Repo) Materialize(prefix string) error {
 	}
 	var writes []fileChange
 	for _, c := range changes {
+		if r.leftOut(c.path, c.to) {
+			continue
+		}
 		same, err := r.sameAsDisk(c.path, c.to)
 		if err != nil {
 			return err

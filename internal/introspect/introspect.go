@@ -144,15 +144,21 @@ func fromEvent(e *ledger.Event) Task {
 // ByTrace lists every task of one trace (a run, its retries and chained
 // steps), oldest first, looking back a month and a half.
 func ByTrace(store *ledger.Store, now time.Time, traceID string) ([]Task, error) {
-	ts, err := Tasks(store, now, Query{TraceID: traceID, Status: "all", Since: now.AddDate(0, 0, -45)})
+	ts, err := Tasks(store, now, Query{TraceID: traceID, Status: "all", Since: now.AddDate(0, 0, -TraceDays)})
 	slices.Reverse(ts)
 	return ts, err
 }
 
 // LastFailed lists the most recent failures (seed 000 tasks_last_failed).
 func LastFailed(store *ledger.Store, now time.Time, limit int) ([]Task, error) {
-	return Tasks(store, now, Query{Status: "failed", Limit: limit, Since: now.AddDate(0, 0, -31)})
+	return Tasks(store, now, Query{Status: "failed", Limit: limit, Since: now.AddDate(0, 0, -FailedDays)})
 }
+
+// How far back ByTrace and LastFailed look, in days.
+const (
+	TraceDays  = 45
+	FailedDays = 31
+)
 
 // ScheduleBudget is seed 000's RunBudget of one schedule, today.
 type ScheduleBudget struct {

@@ -26,6 +26,7 @@ const (
 	ProblemSeq       = "seq"       // seq does not increase by one
 	ProblemChain     = "chain"     // prev is not the hash of the previous line
 	ProblemAnchor    = "anchor"    // a line differs from what a commit anchored
+	ProblemResume    = "resume"    // the line a scan resumes after is not the one it was given
 )
 
 // CorruptError points at the first bad line of a ledger.
@@ -65,6 +66,10 @@ type ScanOptions struct {
 	Workers int
 	// SkipOutput leaves Event.Output empty, for callers that never read it.
 	SkipOutput bool
+	// Resume continues after a known line (a state snapshot's chain head):
+	// the line with seq Resume.Seq must be in the first segment and hash
+	// to Resume.Hash, and only the events after it reach fn.
+	Resume Tail
 }
 
 const (
@@ -106,6 +111,7 @@ type segmentResult struct {
 	lastHash  string
 	lastTS    int64 // unix seconds
 	lines     int
+	resumed   bool // the line to resume after was found
 }
 
 // Scan decodes segs in order and calls fn for every event, in ledger order.
@@ -142,10 +148,14 @@ func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error
 				return
 			}
 			verify := opts.Verify || i >= len(jobs)-opts.VerifyLast
+			var resume Tail
+			if i == 0 {
+				resume = opts.Resume
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				readSegment(root, j.seg, verify, opts.SkipOutput, j.out, &j.result, stop)
+				readSegment(root, j.seg, verify, opts.SkipOutput, resume, j.out, &j.result, stop)
 			}()
 		}
 	}()
@@ -175,8 +185,10 @@ func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error
 						}
 					}
 				}
-				if err := fn(e); err != nil {
-					return tail, err
+				if e.Seq > opts.Resume.Seq {
+					if err := fn(e); err != nil {
+						return tail, err
+					}
 				}
 				tail.Seq = e.Seq
 			}
@@ -189,6 +201,10 @@ func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error
 			b.recycle()
 		}
 		<-slots
+		if j == jobs[0] && opts.Resume.Seq > 0 && !j.result.resumed {
+			return tail, &CorruptError{File: j.seg.Path, Line: j.result.lines, Kind: ProblemResume,
+				Msg: fmt.Sprintf("seq %d is not in this file", opts.Resume.Seq)}
+		}
 		if j.result.lines > 0 {
 			tail.Seq, tail.Hash = j.result.lastSeq, j.result.lastHash
 			tail.TS = time.Unix(j.result.lastTS, 0).UTC()
@@ -199,8 +215,9 @@ func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error
 }
 
 // readSegment decodes one file into batches on out, then closes out. res is
-// written before out is closed.
-func readSegment(root string, seg Segment, verify, skipOutput bool, out chan<- batch, res *segmentResult, stop <-chan struct{}) {
+// written before out is closed. The line with seq resume.Seq (if any) must
+// hash to resume.Hash.
+func readSegment(root string, seg Segment, verify, skipOutput bool, resume Tail, out chan<- batch, res *segmentResult, stop <-chan struct{}) {
 	defer close(out)
 	send := func(b batch) bool {
 		select {
@@ -291,6 +308,18 @@ func readSegment(root string, seg Segment, verify, skipOutput bool, out chan<- b
 			prevHash = sha256.Sum256(line)
 		} else {
 			last = append(last[:0], line...)
+		}
+		if resume.Seq > 0 && e.Seq == resume.Seq {
+			h := prevHash
+			if !verify {
+				h = sha256.Sum256(line)
+			}
+			if hex.EncodeToString(h[:]) != resume.Hash {
+				b.events = b.events[:len(b.events)-1]
+				fail(b, lineNo, ProblemResume, "seq %d is not the line the scan resumes after: its hash differs", e.Seq)
+				return
+			}
+			res.resumed = true
 		}
 		res.lastSeq, res.lastTS = e.Seq, e.TS.Unix()
 		if len(b.events) == batchSize {

@@ -201,6 +201,33 @@ func OpenFile(root, rel string, flag int, perm fs.FileMode) (*os.File, error) {
 	})
 }
 
+// WriteFile replaces rel with data: written to a new file beside it and
+// renamed over it, so a reader sees the old content or the new, never a
+// part. An existing rel must be a regular file; missing directories are
+// created inside the root.
+func WriteFile(root, rel string, data []byte) error {
+	_, err := inRoot(root, rel, func(r *os.Root, name string) (struct{}, error) {
+		if fi, err := r.Lstat(name); err == nil && !fi.Mode().IsRegular() {
+			return struct{}{}, ErrNotRegular
+		}
+		if dir := filepath.Dir(name); dir != "." {
+			if err := r.MkdirAll(dir, 0o755); err != nil {
+				return struct{}{}, err
+			}
+		}
+		tmp := name + ".tmp"
+		if err := r.WriteFile(tmp, data, 0o644); err != nil {
+			return struct{}{}, err
+		}
+		if err := r.Rename(tmp, name); err != nil {
+			_ = r.Remove(tmp)
+			return struct{}{}, err
+		}
+		return struct{}{}, nil
+	})
+	return err
+}
+
 // Dir resolves directory rel: its real path relative to the real root, for
 // walking. A missing directory is reported with fs.ErrNotExist.
 func Dir(root, rel string) (realRoot, realRel string, err error) {

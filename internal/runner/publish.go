@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -63,6 +64,10 @@ var errRaced = errors.New("another runner pushed first")
 // publish commits what the run recorded so far and pushes it. A rejected
 // push returns errRaced.
 func (s *session) publish(ctx context.Context, phase string) error {
+	// The state snapshot goes into the commit of the events it covers.
+	if err := s.j.SaveSnapshot(); err != nil {
+		return infraf("writing the state snapshot: %w", err)
+	}
 	g := s.r.git
 	if g == nil || s.r.opts.DryRun {
 		return nil
@@ -124,7 +129,7 @@ func raceBackoff(raced int) time.Duration {
 // ledgerPaths are the files and directories astra appends to; after a sync
 // they must match the branch tip. Approval tokens are not among them: on a
 // state branch they arrive on the default branch, through merged PRs.
-var ledgerPaths = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/" + ledger.ApprovalLog, state.MemoryDir + "/"}
+var ledgerPaths = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/" + ledger.ApprovalLog, state.MemoryDir + "/", path.Dir(state.SnapshotPath) + "/"}
 
 // pull fetches the branch astra commits to and puts its ledger files in
 // the worktree.

@@ -51,6 +51,9 @@ func (r *Runner) rollback(ctx context.Context, run string, id identity.Identity,
 		}
 	}
 	if target == nil {
+		if m := introspect.Missing(ledger.Open(r.opts.Root, r.opts.SegmentSize), s.now.Add(-state.RollbackWindow)); m != "" {
+			return nil, usagef("no completed run %q in the ledger here; %s", run, m)
+		}
 		return nil, usagef("no completed run %q in the last two months (see `astra tasks list --status completed`)", run)
 	}
 	sc := r.cfg.Schedule(target.ScheduleID)

@@ -166,6 +166,9 @@ func (r *Runner) open(command string) (*session, error) {
 		return nil, err
 	}
 	s.newest = tail.TS
+	if why := st.Fallback(); why != "" {
+		s.report.Warnings = append(s.report.Warnings, why)
+	}
 	s.j = state.NewJournal(store, st, tail, r.opts.Clock, r.opts.DryRun)
 	return s, nil
 }
@@ -212,8 +215,12 @@ func RepairLedger(root string, segmentSize int64, clock func() time.Time, sizes 
 		}
 		detail, _ := json.Marshal(rep)
 		j := state.NewJournal(main, st, tail, clock, false)
-		return rep, kinded(j.Record(&ledger.Event{Event: ledger.LedgerRepaired, Status: ledger.StatusOK, Detail: detail,
-			Error: fmt.Sprintf("cut %d bytes at offset %d of %s, kept %d complete lines", rep.Dropped, rep.Offset, rep.File, rep.Salvaged)}))
+		if err := j.Record(&ledger.Event{Event: ledger.LedgerRepaired, Status: ledger.StatusOK, Detail: detail,
+			Error: fmt.Sprintf("cut %d bytes at offset %d of %s, kept %d complete lines", rep.Dropped, rep.Offset, rep.File, rep.Salvaged)}); err != nil {
+			return rep, kinded(err)
+		}
+		return rep, kinded(j.SaveSnapshot()) // it may follow a line that was cut
+
 	}
 	return nil, nil
 }

@@ -240,8 +240,9 @@ func hasOwnConfig(root string) bool {
 type appendix struct{ rel, marker, text string }
 
 // ownedPaths are what CODEOWNERS gives an owner: everything that decides
-// what runs, as whom, and who may decide it.
-var ownedPaths = []string{"/.astra.yaml", "/.github/CODEOWNERS", "/.github/workflows/", "/policies/", "/schedules/", "/scripts/tools/", "/var/approvals/"}
+// what runs, as whom, and who may decide it (the state snapshot included:
+// runs start from it).
+var ownedPaths = []string{"/.astra.yaml", "/.github/CODEOWNERS", "/.github/workflows/", "/policies/", "/schedules/", "/scripts/tools/", "/var/approvals/", "/var/state/"}
 
 // appends are the lines added to files a repository may already have.
 func appends(owner string) []appendix {

@@ -93,7 +93,7 @@ func TestInitWidensOldCodeowners(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	owners, _ := os.ReadFile(filepath.Join(root, ".github/CODEOWNERS"))
-	if !strings.HasPrefix(string(owners), old) || !strings.HasSuffix(string(owners), "/schedules/ @octo/a\n/scripts/tools/ @octo/a\n/var/approvals/ @octo/a\n") {
+	if !strings.HasPrefix(string(owners), old) || !strings.HasSuffix(string(owners), "/schedules/ @octo/a\n/scripts/tools/ @octo/a\n/var/approvals/ @octo/a\n/var/state/ @octo/a\n") {
 		t.Fatalf("CODEOWNERS:\n%s", owners)
 	}
 }

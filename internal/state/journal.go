@@ -1,54 +1,77 @@
 package state
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/astra-gitops/astra/internal/ledger"
 )
 
-// Replay rebuilds the state at now from the ledger. It reads from the
-// newest month that opens with a checkpoint (normally just the current
-// month), so its cost is bounded by a month, not the whole history. The
-// hash chain of the last file (the one the next append continues) is
-// verified; `astra ledger verify` checks all of them.
+// ReplayEach replays the ledger into the state at now, handing each event,
+// once applied, to fn (when not nil), for readers that need more than the
+// state, such as the dashboard: one pass over the month instead of two. fn
+// must not keep e. It reads from the newest month that opens with a
+// checkpoint (normally just the current month), so its cost is bounded by
+// a month, not the whole history; Replay starts from the snapshot instead
+// when it can. The hash chain of the last file (the one the next append
+// continues) is verified; `astra ledger verify` checks all of them.
 //
 // On a *ledger.CorruptError the state holds every event before the bad
-// line, and the error says where it is.
-func Replay(store *ledger.Store, now time.Time) (*State, ledger.Tail, error) {
-	return ReplayEach(store, now, nil)
-}
-
-// ReplayEach is Replay that also hands each event, once applied, to fn
-// (when not nil), for readers that need more than the state, such as the
-// dashboard: one pass over the month instead of two. fn must not keep e.
+// line, and the error says where it is. A ledger whose start is not in the
+// checkout (a sparse checkout) is an error wrapping ErrIncomplete.
 func ReplayEach(store *ledger.Store, now time.Time, fn func(e *ledger.Event)) (*State, ledger.Tail, error) {
 	st := New(now)
 	segs, err := store.Segments()
 	if err != nil {
 		return st, ledger.Tail{}, err
 	}
-	from, err := replayStart(store, segs)
-	if err != nil {
-		return st, ledger.Tail{}, err
+	tail, err := replay(st, store.Root(), segs, 0, fn)
+	return st, tail, err
+}
+
+// errStop ends a replay at the seq it was asked to stop at.
+var errStop = errors.New("stop")
+
+// replay applies segs to st from the newest month that opens with a
+// checkpoint, up to and including seq until (0: to the end).
+func replay(st *State, root string, segs []ledger.Segment, until int64, fn func(e *ledger.Event)) (ledger.Tail, error) {
+	from, err := replayStart(root, segs)
+	if err != nil || len(segs) == 0 {
+		return ledger.Tail{}, err
 	}
-	tail, err := ledger.Scan(store.Root(), segs[from:], ledger.ScanOptions{VerifyLast: 1, SkipOutput: true}, func(e *ledger.Event) error {
+	if first, err := ledger.First(root, segs[from]); err == nil && first != nil && first.Seq != 1 && first.Event != ledger.LedgerCheckpoint {
+		return ledger.Tail{}, fmt.Errorf("%w: %s starts at seq %d, and the files before it are not here", ErrIncomplete, segs[from].Path, first.Seq)
+	}
+	tail, err := ledger.Scan(root, segs[from:], ledger.ScanOptions{VerifyLast: 1, SkipOutput: true}, func(e *ledger.Event) error {
 		st.Apply(e)
 		if fn != nil {
 			fn(e)
 		}
+		if e.Seq == until {
+			return errStop
+		}
 		return nil
 	})
-	return st, tail, err
+	if errors.Is(err, errStop) {
+		err = nil
+	}
+	return tail, err
 }
+
+// ErrIncomplete: the ledger's start is not in this checkout (a sparse
+// checkout holds only the files a run appends to), so it cannot be
+// replayed; runs start from the state snapshot instead.
+var ErrIncomplete = errors.New("the ledger is not all in this checkout")
 
 // replayStart is the index of the first segment of the newest month that
 // begins with a checkpoint, or 0.
-func replayStart(store *ledger.Store, segs []ledger.Segment) (int, error) {
+func replayStart(root string, segs []ledger.Segment) (int, error) {
 	for i := len(segs) - 1; i > 0; i-- {
 		if segs[i].Index != 0 || segs[i].Month == "" {
 			continue
 		}
-		e, err := ledger.First(store.Root(), segs[i])
+		e, err := ledger.First(root, segs[i])
 		if err != nil {
 			return 0, err
 		}
@@ -85,6 +108,7 @@ type Journal struct {
 	clock    func() time.Time
 	recorded []*ledger.Event
 	files    []string
+	saved    ledger.Tail // the head of the snapshot on disk, when it is the state's
 }
 
 // NewJournal continues the ledger from tail. clock stamps events that have
@@ -99,7 +123,11 @@ func NewJournal(store *ledger.Store, st *State, tail ledger.Tail, clock func() t
 		return false
 	}
 	stored := func(k ledger.Kind) bool { return k == ledger.MemoryStored }
-	return &Journal{store: store, st: st, tail: tail, dry: dry, clock: clock, sides: []*side{
+	var saved ledger.Tail
+	if st.snapHead != 0 && st.snapHead == tail.Seq {
+		saved = tail // loaded from an up-to-date snapshot: nothing to write until something is recorded
+	}
+	return &Journal{store: store, st: st, tail: tail, dry: dry, clock: clock, saved: saved, sides: []*side{
 		{store: ledger.OpenApprovalLog(store.Root()), copy: approvals, only: func(ledger.Kind) bool { return false }},
 		{store: ledger.OpenDir(store.Root(), MemoryDir, 0), copy: func(k ledger.Kind) bool { return k == ledger.MemoryPurged || stored(k) }, only: stored},
 	}}
@@ -144,31 +172,35 @@ func (j *Journal) Files() []string {
 
 // Record stamps, appends and applies events, as one gzip member per file.
 // When the month has changed since the last event, a checkpoint of the
-// state opens the new month file first.
+// state opens the new month file first (and the state starts over from it,
+// as a replay of the new month would).
+//
+// The state sees each event as the ledger has it (decoded from the line
+// written, times in whole seconds), so it is the state a replay of the
+// ledger would rebuild, which a snapshot of it must be. Events that go to
+// agent memory only are not the ledger's and leave the state alone.
 func (j *Journal) Record(evs ...*ledger.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
 	now := j.clock().UTC().Truncate(time.Second)
+	var main []*ledger.Event
 	for _, e := range evs {
 		if e.TS.IsZero() {
 			e.TS = now
 		}
-	}
-	if !j.dry {
-		var main []*ledger.Event
-		for _, e := range evs {
-			if !j.sides[1].only(e.Event) {
-				main = append(main, e)
-			}
+		if !j.sides[1].only(e.Event) {
+			main = append(main, e)
 		}
+	}
+	apply := main
+	if !j.dry {
 		if len(main) > 0 {
 			seg, newMonth := j.store.Target(j.tail, main[0].TS)
-			batch := main
 			if newMonth && !j.tail.Empty() {
-				batch = append([]*ledger.Event{j.st.Checkpoint(main[0].TS)}, main...)
+				apply = append([]*ledger.Event{j.st.Checkpoint(main[0].TS)}, main...)
 			}
-			tail, err := j.store.Append(j.tail, seg, batch)
+			tail, err := j.store.Append(j.tail, seg, apply)
 			if err != nil {
 				return err
 			}
@@ -181,11 +213,20 @@ func (j *Journal) Record(evs ...*ledger.Event) error {
 			}
 		}
 	}
-	for _, e := range evs {
-		j.st.Apply(e)
+	for _, e := range apply {
+		j.st.Apply(asWritten(e))
 	}
 	j.recorded = append(j.recorded, evs...)
 	return nil
+}
+
+// asWritten is e as the ledger reads it back.
+func asWritten(e *ledger.Event) *ledger.Event {
+	var c ledger.Event
+	if ledger.Unmarshal(ledger.AppendJSON(nil, e), &c) != nil {
+		return e // cannot happen: the encoder writes what the decoder reads
+	}
+	return &c
 }
 
 // appendSide writes the events a side log takes: the log's own copies, so

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"maps"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/astra-gitops/astra/internal/ledger"
@@ -20,6 +21,12 @@ const manualKeyTTL = 24 * time.Hour
 // rateWindow is the longest rate-limit window (per hour).
 const rateWindow = time.Hour
 
+// runKeep is how long run starts are kept after the newest one: the rate
+// window, and as long again for a runner deciding at a slightly earlier
+// time than runs another runner recorded meanwhile. Keeping them relative
+// to the ledger rather than to Now makes them a function of the ledger.
+const runKeep = 2 * rateWindow
+
 // Statuses of open slots.
 const (
 	OpenClaimed = "claimed" // a runner owns it and has not recorded an outcome
@@ -27,17 +34,25 @@ const (
 )
 
 // State is what replay knows at Now.
+//
+// Everything but Now and the views at Now (Spend, Pauses) is a function of
+// the ledger alone, whatever Now is: that is what a snapshot stores (see
+// snapshot.go), and a new exported field is stored with it automatically.
 type State struct {
-	Now time.Time
+	Now time.Time `json:"-"`
 
 	snapshot
 
-	Spend   Spend
-	Alerted map[string]bool   // AlertKey of alerts raised in the current periods
-	Pauses  map[string]*Pause // active global-budget pauses, by period ("day", "month")
-	Resumed map[string]bool   // "day:2026-11-22": a human resumed that period
-	Events  int               // events replayed
-	Moved   *Move             // the newest ledger.migrated event replayed (see Home)
+	Spend   Spend             `json:"-"` // the day and month of Now: a view of DaySpend and MonthSpend
+	Alerted map[string]bool   `json:"alerted"`
+	Pauses  map[string]*Pause `json:"-"`               // active pauses at Now, by period ("day", "month"): a view of Paused
+	Resumed map[string]bool   `json:"resumed"`         // "day:2026-11-22": a human resumed that period
+	Events  int               `json:"events"`          // events replayed since the newest checkpoint (the whole ledger without one)
+	Moved   *Move             `json:"moved,omitempty"` // the newest ledger.migrated event replayed (see Home)
+
+	DaySpend   map[string]Cost   `json:"day_spend"`   // by UTC day, "2026-11-22"
+	MonthSpend map[string]Cost   `json:"month_spend"` // by UTC month, "2026-11"
+	Paused     map[string]*Pause `json:"paused"`      // pauses not resumed since, by "<period>:<day or month>"
 
 	// dayStr caches the day string of the last event's day: replay would
 	// otherwise format a date per event.
@@ -48,6 +63,15 @@ type State struct {
 	// UTC day index and by month ("2026-11"), so admission need not scan.
 	reservedDay   map[int64]money.USD
 	reservedMonth map[string]money.USD
+	latestRun     time.Time // the newest run start in ActorRuns
+	fallback      string    // why a snapshot could not be used (see Fallback)
+	snapHead      int64     // the seq of the snapshot the state was loaded from; 0 when replayed
+}
+
+// Cost is what runs spent in one period.
+type Cost struct {
+	USD    money.USD `json:"usd"`
+	Tokens int64     `json:"tokens"`
 }
 
 // dayIndex numbers UTC days, for cheap comparisons.
@@ -163,14 +187,15 @@ type Spend struct {
 
 // Pause is an active global-budget pause.
 type Pause struct {
-	Period string    // day | month
-	Since  time.Time // when it was recorded
-	Mode   string    // the on_limit_reached action in force
+	Period string    `json:"period"` // day | month
+	Since  time.Time `json:"since"`  // when it was recorded
+	Mode   string    `json:"mode"`   // the on_limit_reached action in force
 }
 
 // New returns an empty state at now.
 func New(now time.Time) *State {
-	return &State{Now: now.UTC(), snapshot: emptySnapshot(), Alerted: map[string]bool{}, Resumed: map[string]bool{}, Pauses: map[string]*Pause{}}
+	return &State{Now: now.UTC(), snapshot: emptySnapshot(), Alerted: map[string]bool{}, Resumed: map[string]bool{}, Pauses: map[string]*Pause{},
+		DaySpend: map[string]Cost{}, MonthSpend: map[string]Cost{}, Paused: map[string]*Pause{}}
 }
 
 func emptySnapshot() snapshot {
@@ -378,8 +403,8 @@ func (s *State) Apply(e *ledger.Event) {
 			ClaimedAt: e.TS, Deadline: e.ExpiresAt, Runner: e.Runner, TraceID: e.TraceID, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier,
 			Reserve: e.Limit, Plan: planOf(e),
 		})
-		if e.Actor != "" && e.TS.After(s.Now.Add(-rateWindow)) {
-			s.ActorRuns[e.Actor] = append(s.ActorRuns[e.Actor], e.TS)
+		if e.Actor != "" {
+			s.addRun(e.Actor, e.TS)
 		}
 	case ledger.RunStarted:
 		// A job took its plan's claim: from now on the claim is its own,
@@ -497,11 +522,18 @@ func (s *State) Apply(e *ledger.Event) {
 			s.Alerted[AlertKey(e.Period, e.TS, e.Threshold)] = true
 		}
 	case ledger.BudgetPaused:
+		p := &Pause{Period: e.Period, Since: e.TS, Mode: e.Status}
+		s.Paused[e.Period+":"+periodOf(e.Period, e.TS)] = p
 		if periodOf(e.Period, e.TS) == periodOf(e.Period, s.Now) {
-			s.Pauses[e.Period] = &Pause{Period: e.Period, Since: e.TS, Mode: e.Status}
+			s.Pauses[e.Period] = p
 		}
 	case ledger.BudgetResumed:
 		delete(s.Pauses, e.Period)
+		for k := range s.Paused {
+			if strings.HasPrefix(k, e.Period+":") {
+				delete(s.Paused, k)
+			}
+		}
 		s.Resumed[e.Period+":"+periodOf(e.Period, e.TS)] = true
 	case ledger.ScheduleCreated, ledger.ScheduleUpdated:
 		sc := s.schedule(e.ScheduleID)
@@ -520,8 +552,21 @@ func (s *State) Apply(e *ledger.Event) {
 	}
 }
 
+// addSpend adds a run's cost to its day and month, and to Spend when
+// they are Now's.
 func (s *State) addSpend(e *ledger.Event) {
-	if e.Usage.IsZero() || !sameMonth(e.TS, s.Now) {
+	if e.Usage.IsZero() {
+		return
+	}
+	d := s.day(e.TS)
+	c := s.DaySpend[d]
+	c.USD, c.Tokens = c.USD+e.Usage.Cost, c.Tokens+e.Usage.Tokens
+	s.DaySpend[d] = c
+	m := d[:len("2006-01")]
+	c = s.MonthSpend[m]
+	c.USD, c.Tokens = c.USD+e.Usage.Cost, c.Tokens+e.Usage.Tokens
+	s.MonthSpend[m] = c
+	if !sameMonth(e.TS, s.Now) {
 		return
 	}
 	s.Spend.Month += e.Usage.Cost
@@ -530,6 +575,50 @@ func (s *State) addSpend(e *ledger.Event) {
 		s.Spend.Day += e.Usage.Cost
 		s.Spend.DayTokens += e.Usage.Tokens
 	}
+}
+
+// addRun remembers a run start of actor for rate limits, forgetting the
+// actor's run starts older than runKeep before the newest.
+func (s *State) addRun(actor string, ts time.Time) {
+	if ts.After(s.latestRun) {
+		s.latestRun = ts
+	}
+	runs := s.ActorRuns[actor]
+	cut := s.latestRun.Add(-runKeep)
+	i := 0
+	for i < len(runs) && !runs[i].After(cut) {
+		i++
+	}
+	s.ActorRuns[actor] = append(runs[i:], ts)
+}
+
+// view sets Now and what is seen from it (Spend, Pauses) from what the
+// state knows of every period; derived indexes are rebuilt too. A state
+// loaded from a snapshot is a state replayed at another time until then.
+func (s *State) view(now time.Time) {
+	s.Now = now.UTC()
+	d, m := s.DaySpend[Day(s.Now)], s.MonthSpend[month(s.Now)]
+	s.Spend = Spend{Day: d.USD, DayTokens: d.Tokens, Month: m.USD, MonthTokens: m.Tokens}
+	s.Pauses = map[string]*Pause{}
+	for k, p := range s.Paused {
+		if k == p.Period+":"+periodOf(p.Period, s.Now) {
+			s.Pauses[p.Period] = p
+		}
+	}
+	s.claims, s.reservedDay, s.reservedMonth = nil, nil, nil
+	for _, o := range s.Open {
+		s.countClaim(o, 1)
+		s.reserve(o, 1)
+	}
+	s.latestRun = time.Time{}
+	for _, runs := range s.ActorRuns {
+		for _, t := range runs {
+			if t.After(s.latestRun) {
+				s.latestRun = t
+			}
+		}
+	}
+	s.dayIdx, s.dayStr = 0, ""
 }
 
 // Checkpoint is the ledger.checkpoint event that opens a new month: it
@@ -577,24 +666,29 @@ func unexpired(m map[string]time.Time, ts time.Time) map[string]time.Time {
 	return out
 }
 
+// restore starts the state over from a checkpoint, as a replay that
+// begins there would: only what the checkpoint carries is kept, and the
+// checkpoint is the first event counted.
 func (s *State) restore(detail []byte) {
 	var snap snapshot
 	if json.Unmarshal(detail, &snap) != nil {
 		return // a checkpoint we cannot read leaves the replayed state as is
 	}
-	s.snapshot = emptySnapshot()
-	maps.Copy(s.Schedules, snap.Schedules)
-	s.claims = nil
+	fresh := New(s.Now)
+	fresh.Events = 1
+	maps.Copy(fresh.Schedules, snap.Schedules)
 	for k, o := range snap.Open {
-		s.putOpen(k, o)
+		fresh.putOpen(k, o)
 	}
-	maps.Copy(s.Done, snap.Done)
-	maps.Copy(s.DeadLetters, snap.DeadLetters)
-	maps.Copy(s.Approvals, snap.Approvals)
-	maps.Copy(s.Consumed, snap.Consumed)
-	maps.Copy(s.Reported, snap.Reported)
-	maps.Copy(s.Signatures, snap.Signatures)
-	maps.Copy(s.RolledBack, snap.RolledBack)
-	maps.Copy(s.Known, snap.Known)
-	maps.Copy(s.ActorRuns, snap.ActorRuns)
+	maps.Copy(fresh.Done, snap.Done)
+	maps.Copy(fresh.DeadLetters, snap.DeadLetters)
+	maps.Copy(fresh.Approvals, snap.Approvals)
+	maps.Copy(fresh.Consumed, snap.Consumed)
+	maps.Copy(fresh.Reported, snap.Reported)
+	maps.Copy(fresh.Signatures, snap.Signatures)
+	maps.Copy(fresh.RolledBack, snap.RolledBack)
+	maps.Copy(fresh.Known, snap.Known)
+	maps.Copy(fresh.ActorRuns, snap.ActorRuns)
+	fresh.view(fresh.Now) // the newest run start
+	*s = *fresh
 }

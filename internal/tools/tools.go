@@ -32,19 +32,22 @@ func Builtin(cfg *model.Config, store *ledger.Store, now func() time.Time) func(
 			if err != nil {
 				return "", err
 			}
+			if since.IsZero() {
+				since = time.Date(at.Year(), at.Month(), 1, 0, 0, 0, 0, time.UTC) // Tasks' default
+			}
 			ts, err := introspect.Tasks(store, at, introspect.Query{Schedule: str(p, "schedule"), Actor: str(p, "actor"), Tenant: str(p, "tenant"),
 				Status: str(p, "status"), Since: since, Limit: limit})
-			return introspect.Text(ts), err
+			return noted(introspect.Text(ts), store, since), err
 		case model.BuiltinTasksByTrace:
 			ts, err := introspect.ByTrace(store, at, str(p, "trace_id"))
-			return introspect.Text(ts), err
+			return noted(introspect.Text(ts), store, at.AddDate(0, 0, -introspect.TraceDays)), err
 		case model.BuiltinTasksLastFailed:
 			limit, err := integer(p, "limit", 10)
 			if err != nil {
 				return "", err
 			}
 			ts, err := introspect.LastFailed(store, at, limit)
-			return introspect.Text(ts), err
+			return noted(introspect.Text(ts), store, at.AddDate(0, 0, -introspect.FailedDays)), err
 		case model.BuiltinBudget:
 			st, _, err := state.Replay(store, at)
 			if err != nil {
@@ -55,6 +58,15 @@ func Builtin(cfg *model.Config, store *ledger.Store, now func() time.Time) func(
 		}
 		return "", fmt.Errorf("unknown builtin tool %q", name)
 	}
+}
+
+// noted adds to a listing what it could not see: in a sparse checkout,
+// the runs before the oldest ledger file there.
+func noted(text string, store *ledger.Store, since time.Time) string {
+	if m := introspect.Missing(store, since); m != "" {
+		text += "note: " + m + "\n"
+	}
+	return text
 }
 
 // Since reads a "since" value: a duration back from now (72h, 7d) or an

@@ -1,0 +1,89 @@
+package gitops
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+
+	"github.com/go-git/go-billy/v5/osfs"
+)
+
+// A checkout made to fetch little (actions/checkout with `filter:
+// blob:none` and `sparse-checkout`) is a partial clone, which leaves file
+// contents out until they are needed, with a sparse checkout, which leaves
+// files out of the worktree. git marks such a repository with extensions
+// go-git does not know and refuses to open it with. astra can work in it:
+// it reads and writes objects and refs itself and touches only the worktree
+// files it is given or that changed, so the extensions change nothing for
+// it, as long as it never needs a file the checkout left out (leftOut).
+
+// tolerated are the extensions such checkouts turn on (lower case, as
+// git's config keys compare): objects that may be missing locally, and
+// config per worktree (where the sparse-checkout switch lives).
+var tolerated = map[string]bool{"partialclone": true, "worktreeconfig": true}
+
+// openTolerant opens the repository at dir as PlainOpen does, hiding the
+// tolerated extensions from go-git's check. Any other unknown extension is
+// still refused.
+func openTolerant(dir string) (*git.Repository, error) {
+	gitDir, commonDir, err := gitDirs(dir)
+	if err != nil {
+		return nil, err
+	}
+	dot := osfs.New(gitDir)
+	if commonDir != gitDir {
+		dot = dotgit.NewRepositoryFilesystem(dot, osfs.New(commonDir))
+	}
+	return git.Open(tolerant{filesystem.NewStorage(dot, cache.NewObjectLRUDefault())}, osfs.New(dir))
+}
+
+// tolerant is a storage whose config does not show the tolerated
+// extensions. astra never writes the repository's config.
+type tolerant struct{ *filesystem.Storage }
+
+func (t tolerant) Config() (*config.Config, error) {
+	cfg, err := t.Storage.Config()
+	if err != nil || !cfg.Raw.HasSection("extensions") {
+		return cfg, err
+	}
+	s := cfg.Raw.Section("extensions")
+	for _, o := range s.Options {
+		if tolerated[strings.ToLower(o.Key)] {
+			s.RemoveOption(o.Key)
+		}
+	}
+	if len(s.Options) == 0 {
+		cfg.Raw.RemoveSection("extensions")
+	}
+	return cfg, nil
+}
+
+func (t tolerant) SetConfig(*config.Config) error {
+	return errors.New("astra does not change the repository's git config")
+}
+
+// leftOut reports whether the checkout left path out on purpose: the file
+// is not in the worktree and git has only its name (a partial clone did
+// not fetch its content), as for ledger files a sparse checkout of a run
+// does not need. Such files are left as they are: neither compared,
+// written nor counted as local changes.
+func (r *Repo) leftOut(path string, e *object.TreeEntry) bool {
+	if e == nil {
+		return false
+	}
+	if _, err := os.Lstat(r.fsPath(path)); !errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	return !r.hasObject(e.Hash)
+}
+
+func (r *Repo) hasObject(h plumbing.Hash) bool { return r.st.HasEncodedObject(h) == nil }

@@ -1,0 +1,508 @@
+package state
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/astra-gitops/astra/internal/ledger"
+)
+
+// The snapshot's encoding of a State is derived from State's type, so a
+// field added to State (or to a type it holds) is stored without a change
+// here, and its shape (a hash of that layout) changes, which retires the
+// snapshots written before. A field of a kind the encoding cannot hold
+// makes stateCodec fail, and TestSnapshotCoversState with it.
+//
+// Each stored field is a section: a scalar is one line "name<TAB>value"; a
+// map is a header line "name<TAB>columns..." and one line per entry,
+// "<TAB>key<TAB>values...", sorted by key. One entry per line, in a stable
+// order, keeps the file small in git's deltas: a run rewrites the lines of
+// what it changed. Strings are written as they are unless they hold a tab,
+// a line break, a backslash, a leading quote or invalid UTF-8; then they are
+// Go-quoted. Times are UTC in whole seconds, like the ledger's.
+
+// section is one stored field of State.
+type section struct {
+	name  string
+	index []int // field index path from State
+	kind  sectionKind
+	elem  reflect.Type // map value type (for structs, the struct type)
+	ptr   bool         // map values are pointers to elem
+	cols  []column     // struct columns; scalar values have one unnamed column
+}
+
+type sectionKind int
+
+const (
+	scalarSection sectionKind = iota // a plain value
+	valueSection                     // map[string]scalar
+	listSection                      // map[string][]scalar
+	recordSection                    // map[string]struct or map[string]*struct
+)
+
+// column is one value of an entry: a struct field, or the value itself.
+type column struct {
+	name  string
+	index int // struct field index; -1 for the value itself
+	enc   func(dst []byte, v reflect.Value) []byte
+	dec   func(v reflect.Value, b []byte, in interner) error
+}
+
+type codec struct {
+	sections []section
+	byName   map[string]int
+	shape    string
+}
+
+// stateCodec is the codec of State, built once; err says why State cannot
+// be stored (a test keeps it nil).
+var stateCodec, stateCodecErr = newCodec(reflect.TypeFor[State]())
+
+func newCodec(t reflect.Type) (*codec, error) {
+	c := &codec{byName: map[string]int{}}
+	if err := c.addFields(t, nil); err != nil {
+		return nil, err
+	}
+	var desc strings.Builder
+	fmt.Fprintf(&desc, "astra-state %d\n", snapshotVersion)
+	for i, s := range c.sections {
+		c.byName[s.name] = i
+		fmt.Fprintf(&desc, "%s %d %s", s.name, s.kind, s.elem)
+		for _, col := range s.cols {
+			fmt.Fprintf(&desc, " %s", col.name)
+		}
+		if s.kind == recordSection {
+			for i := range s.elem.NumField() {
+				fmt.Fprintf(&desc, " %s", s.elem.Field(i).Type)
+			}
+		}
+		desc.WriteByte('\n')
+	}
+	sum := sha256.Sum256([]byte(desc.String()))
+	c.shape = hex.EncodeToString(sum[:8])
+	return c, nil
+}
+
+// addFields adds a section for every stored field of struct t: exported
+// fields not tagged `json:"-"`, and the fields of embedded structs.
+func (c *codec) addFields(t reflect.Type, at []int) error {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		index := append(slices.Clone(at), i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			if err := c.addFields(f.Type, index); err != nil {
+				return err
+			}
+			continue
+		}
+		name, stored := jsonName(f)
+		if !f.IsExported() || !stored {
+			continue
+		}
+		s, err := newSection(name, index, f.Type)
+		if err != nil {
+			return fmt.Errorf("state field %s: %w", f.Name, err)
+		}
+		c.sections = append(c.sections, s)
+	}
+	return nil
+}
+
+// jsonName is a field's name in its json tag (else its Go name); stored
+// is false for `json:"-"`.
+func jsonName(f reflect.StructField) (name string, stored bool) {
+	tag := f.Tag.Get("json")
+	if tag == "-" {
+		return "", false
+	}
+	if n, _, _ := strings.Cut(tag, ","); n != "" {
+		return n, true
+	}
+	return f.Name, true
+}
+
+func newSection(name string, index []int, t reflect.Type) (section, error) {
+	s := section{name: name, index: index, elem: t}
+	if t.Kind() != reflect.Map {
+		col, err := valueColumn("", -1, t)
+		s.cols = []column{col}
+		return s, err
+	}
+	if t.Key().Kind() != reflect.String {
+		return s, fmt.Errorf("map keys must be strings, not %s", t.Key())
+	}
+	v := t.Elem()
+	s.elem = v
+	if v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct {
+		s.ptr, v, s.elem = true, v.Elem(), v.Elem()
+	}
+	switch {
+	case v.Kind() == reflect.Struct && v != timeType:
+		s.kind = recordSection
+		for i := range v.NumField() {
+			f := v.Field(i)
+			fname, stored := jsonName(f)
+			if !f.IsExported() || !stored {
+				return s, fmt.Errorf("%s.%s is not stored: give it an exported, json-named field", v, f.Name)
+			}
+			col, err := valueColumn(fname, i, f.Type)
+			if err != nil {
+				return s, fmt.Errorf("%s.%s: %w", v, f.Name, err)
+			}
+			s.cols = append(s.cols, col)
+		}
+	case v.Kind() == reflect.Slice && v.Elem().Kind() != reflect.Uint8:
+		s.kind = listSection
+		col, err := valueColumn("", -1, v.Elem())
+		s.cols = []column{col}
+		return s, err
+	default:
+		s.kind = valueSection
+		col, err := valueColumn("", -1, v)
+		s.cols = []column{col}
+		return s, err
+	}
+	return s, nil
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+// valueColumn encodes and decodes one scalar of type t.
+func valueColumn(name string, index int, t reflect.Type) (column, error) {
+	c := column{name: name, index: index}
+	switch {
+	case t == timeType:
+		c.enc = func(dst []byte, v reflect.Value) []byte {
+			if tm := v.Interface().(time.Time); !tm.IsZero() {
+				dst = tm.UTC().AppendFormat(dst, ledger.TimeLayout)
+			}
+			return dst
+		}
+		c.dec = func(v reflect.Value, b []byte, _ interner) error {
+			if len(b) == 0 {
+				return nil
+			}
+			tm, err := parseTime(b)
+			v.Set(reflect.ValueOf(tm))
+			return err
+		}
+	case t.Kind() == reflect.String:
+		c.enc = func(dst []byte, v reflect.Value) []byte { return appendText(dst, v.String()) }
+		c.dec = func(v reflect.Value, b []byte, in interner) error {
+			s, err := in.text(b)
+			v.SetString(s)
+			return err
+		}
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
+		c.enc = func(dst []byte, v reflect.Value) []byte { return appendText(dst, string(v.Bytes())) }
+		c.dec = func(v reflect.Value, b []byte, in interner) error {
+			if len(b) == 0 {
+				return nil
+			}
+			s, err := in.text(b)
+			v.SetBytes([]byte(s))
+			return err
+		}
+	case t.Kind() == reflect.Bool:
+		c.enc = func(dst []byte, v reflect.Value) []byte {
+			if v.Bool() {
+				dst = append(dst, "true"...)
+			}
+			return dst
+		}
+		c.dec = func(v reflect.Value, b []byte, _ interner) error {
+			switch string(b) {
+			case "":
+			case "true":
+				v.SetBool(true)
+			default:
+				return fmt.Errorf("bad boolean %q", b)
+			}
+			return nil
+		}
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		c.enc = func(dst []byte, v reflect.Value) []byte {
+			if n := v.Int(); n != 0 {
+				dst = strconv.AppendInt(dst, n, 10)
+			}
+			return dst
+		}
+		c.dec = func(v reflect.Value, b []byte, _ interner) error {
+			if len(b) == 0 {
+				return nil
+			}
+			n, err := strconv.ParseInt(string(b), 10, t.Bits())
+			v.SetInt(n)
+			return err
+		}
+	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
+		c.enc = func(dst []byte, v reflect.Value) []byte {
+			if n := v.Uint(); n != 0 {
+				dst = strconv.AppendUint(dst, n, 10)
+			}
+			return dst
+		}
+		c.dec = func(v reflect.Value, b []byte, _ interner) error {
+			if len(b) == 0 {
+				return nil
+			}
+			n, err := strconv.ParseUint(string(b), 10, t.Bits())
+			v.SetUint(n)
+			return err
+		}
+	case t.Kind() == reflect.Float64 || t.Kind() == reflect.Float32:
+		c.enc = func(dst []byte, v reflect.Value) []byte {
+			if f := v.Float(); f != 0 {
+				dst = strconv.AppendFloat(dst, f, 'g', -1, t.Bits())
+			}
+			return dst
+		}
+		c.dec = func(v reflect.Value, b []byte, _ interner) error {
+			if len(b) == 0 {
+				return nil
+			}
+			f, err := strconv.ParseFloat(string(b), t.Bits())
+			v.SetFloat(f)
+			return err
+		}
+	default:
+		return c, fmt.Errorf("a snapshot cannot store a %s", t)
+	}
+	return c, nil
+}
+
+// appendText writes s as is when that is unambiguous, else Go-quoted.
+func appendText(dst []byte, s string) []byte {
+	if s != "" && s[0] == '"' || !utf8.ValidString(s) {
+		return strconv.AppendQuote(dst, s)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '\\' || c == 0x7f {
+			return strconv.AppendQuote(dst, s)
+		}
+	}
+	return append(dst, s...)
+}
+
+// interner shares the strings a snapshot repeats (ids, statuses, tools).
+type interner map[string]string
+
+func (in interner) text(b []byte) (string, error) {
+	if len(b) > 0 && b[0] == '"' {
+		return strconv.Unquote(string(b))
+	}
+	if s, ok := in[string(b)]; ok {
+		return s, nil
+	}
+	s := string(b)
+	if len(s) <= 64 {
+		in[s] = s
+	}
+	return s, nil
+}
+
+// parseTime reads a time as the encoder writes it: 2006-01-02T15:04:05Z.
+func parseTime(b []byte) (time.Time, error) {
+	num := func(i, n int) int {
+		v := 0
+		for _, c := range b[i : i+n] {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	if len(b) == len(ledger.TimeLayout) && b[4] == '-' && b[7] == '-' && b[10] == 'T' && b[13] == ':' && b[16] == ':' && b[19] == 'Z' {
+		y, mo, d, h, mi, s := num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2)
+		if y >= 0 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h >= 0 && h < 24 && mi >= 0 && mi < 60 && s >= 0 && s < 60 {
+			t := time.Date(y, time.Month(mo), d, h, mi, s, 0, time.UTC)
+			if t.Day() == d {
+				return t, nil
+			}
+		}
+	}
+	return time.Time{}, fmt.Errorf("bad time %q", b)
+}
+
+// encode appends the stored fields of st.
+func (c *codec) encode(dst []byte, st *State) []byte {
+	root := reflect.ValueOf(st).Elem()
+	type entry struct {
+		key string
+		val reflect.Value
+	}
+	var entries []entry
+	for _, s := range c.sections {
+		v := root.FieldByIndex(s.index)
+		dst = append(dst, s.name...)
+		if s.kind == scalarSection {
+			dst = append(dst, '\t')
+			dst = append(s.cols[0].enc(dst, v), '\n')
+			continue
+		}
+		for _, col := range s.cols {
+			if col.name != "" {
+				dst = append(append(dst, '\t'), col.name...)
+			}
+		}
+		dst = append(dst, '\n')
+		entries = entries[:0]
+		for it := v.MapRange(); it.Next(); {
+			entries = append(entries, entry{it.Key().String(), it.Value()})
+		}
+		slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+		for _, e := range entries {
+			dst = appendText(append(dst, '\t'), e.key)
+			val := e.val
+			switch s.kind {
+			case valueSection:
+				dst = s.cols[0].enc(append(dst, '\t'), val)
+			case listSection:
+				for i := range val.Len() {
+					dst = s.cols[0].enc(append(dst, '\t'), val.Index(i))
+				}
+			case recordSection:
+				if s.ptr {
+					val = val.Elem()
+				}
+				for _, col := range s.cols {
+					dst = col.enc(append(dst, '\t'), val.Field(col.index))
+				}
+			}
+			dst = append(dst, '\n')
+		}
+	}
+	return dst
+}
+
+// decode reads sections as encode writes them into st, whose maps must be
+// empty; line is the line number of data's first line, for errors.
+func (c *codec) decode(data []byte, line int, st *State) error {
+	root := reflect.ValueOf(st).Elem()
+	in := interner{}
+	var (
+		cur    *section
+		m      reflect.Value
+		fields [][]byte
+	)
+	for len(data) > 0 {
+		l := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			l, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		fields = splitTabs(fields[:0], l)
+		err := c.decodeLine(root, fields, &cur, &m, in)
+		if err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		line++
+	}
+	return nil
+}
+
+func (c *codec) decodeLine(root reflect.Value, fields [][]byte, cur **section, m *reflect.Value, in interner) error {
+	if len(fields[0]) > 0 { // a section
+		i, ok := c.byName[string(fields[0])]
+		if !ok {
+			return fmt.Errorf("unknown section %q", fields[0])
+		}
+		s := &c.sections[i]
+		*cur = s
+		v := root.FieldByIndex(s.index)
+		if s.kind == scalarSection {
+			if len(fields) != 2 {
+				return fmt.Errorf("%s: want one value", s.name)
+			}
+			return s.cols[0].dec(v, fields[1], in)
+		}
+		if s.kind == recordSection {
+			if len(fields) != 1+len(s.cols) {
+				return fmt.Errorf("%s: want columns %s", s.name, columnNames(s))
+			}
+			for k, col := range s.cols {
+				if string(fields[1+k]) != col.name {
+					return fmt.Errorf("%s: want columns %s", s.name, columnNames(s))
+				}
+			}
+		}
+		if v.IsNil() {
+			v.Set(reflect.MakeMap(v.Type()))
+		}
+		*m = v
+		return nil
+	}
+	s := *cur
+	if s == nil || s.kind == scalarSection || len(fields) < 2 {
+		return fmt.Errorf("an entry outside a map")
+	}
+	key, err := in.text(fields[1])
+	if err != nil {
+		return err
+	}
+	vals := fields[2:]
+	var val reflect.Value
+	switch s.kind {
+	case valueSection:
+		if len(vals) != 1 {
+			return fmt.Errorf("%s %s: want one value", s.name, key)
+		}
+		val = reflect.New(s.elem).Elem()
+		err = s.cols[0].dec(val, vals[0], in)
+	case listSection:
+		val = reflect.MakeSlice(s.elem, len(vals), len(vals))
+		for i, b := range vals {
+			if err = s.cols[0].dec(val.Index(i), b, in); err != nil {
+				break
+			}
+		}
+	case recordSection:
+		if len(vals) != len(s.cols) {
+			return fmt.Errorf("%s %s: want %d values, have %d", s.name, key, len(s.cols), len(vals))
+		}
+		p := reflect.New(s.elem)
+		for i, col := range s.cols {
+			if err = col.dec(p.Elem().Field(col.index), vals[i], in); err != nil {
+				err = fmt.Errorf("%s: %w", col.name, err)
+				break
+			}
+		}
+		val = p
+		if !s.ptr {
+			val = p.Elem()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", s.name, key, err)
+	}
+	m.SetMapIndex(reflect.ValueOf(key), val)
+	return nil
+}
+
+func columnNames(s *section) string {
+	var names []string
+	for _, c := range s.cols {
+		names = append(names, c.name)
+	}
+	return strings.Join(names, " ")
+}
+
+func splitTabs(dst [][]byte, l []byte) [][]byte {
+	for {
+		i := bytes.IndexByte(l, '\t')
+		if i < 0 {
+			return append(dst, l)
+		}
+		dst, l = append(dst, l[:i]), l[i+1:]
+	}
+}
