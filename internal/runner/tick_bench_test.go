@@ -1,0 +1,194 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/astra-gitops/astra/internal/config"
+	"github.com/astra-gitops/astra/internal/executor"
+	"github.com/astra-gitops/astra/internal/gitops"
+	"github.com/astra-gitops/astra/internal/gittest"
+	"github.com/astra-gitops/astra/internal/ledger/ledgertest"
+	"github.com/astra-gitops/astra/internal/state"
+)
+
+// The benchmarks of a cron tick on a month that already holds 10k, 100k
+// and 1M events (generated, 2,000 schedules): what a run costs should not
+// grow with the month. A tick is load (snapshot + the events after it, or
+// a full replay) + decide + append + commit, in a real git repository;
+// the configuration has 2,000 schedules of which 20 are due every five
+// minutes (the rest fire once a year), so each tick has a handful of new
+// slots, as in practice.
+
+// benchRepo is a git repository holding a generated month, its
+// configuration, and a state snapshot written by a first run.
+type benchRepo struct {
+	dir  string
+	last time.Time // the ledger's last event
+}
+
+func newBenchRepo(b *testing.B, dir string, events int) *benchRepo {
+	b.Helper()
+	gittest.Must(b, dir, "init", "-q", "-b", "main")
+	tail, err := ledgertest.Generate(dir, ledgertest.Options{Events: events})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sched strings.Builder
+	for i := range 2000 {
+		cron := "0 9 1 1 *"
+		if i < 20 {
+			cron = "*/5 * * * *"
+		}
+		fmt.Fprintf(&sched, "- {id: %s, name: s%d, cron: %q, target_tool: ok}\n", ledgertest.ScheduleID(i), i, cron)
+	}
+	files := map[string]string{
+		"schedules/s.yaml": sched.String(),
+		"policies/p.yaml": "tools:\n  ok: {kind: exec, command: [\"true\"], tier: 0}\n" +
+			"actors:\n  - {actor: astra, scopes: [\"*\"], autonomy: L3, rate_limit: {per_minute: 100000}}\n" +
+			"budget: {daily_limit_usd: 100000, monthly_limit_usd: 1000000}\n",
+	}
+	for p, data := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(data), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	gittest.Must(b, dir, "add", "-A")
+	gittest.Must(b, dir, "commit", "-q", "-m", "a month")
+	r := &benchRepo{dir: dir, last: tail.TS}
+	r.tick(b, r.last.Add(time.Minute)) // records the schedules and writes the snapshot
+	return r
+}
+
+// tick runs run-due at now and commits (no remote to push to).
+func (r *benchRepo) tick(b *testing.B, now time.Time) *Report {
+	cfg, diags, err := config.Load(r.dir)
+	if err != nil || diags.Errors() > 0 {
+		b.Fatalf("%v %v", err, diags)
+	}
+	g, err := gitops.Open(gitops.Options{Dir: r.dir, Now: func() time.Time { return now }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := New(cfg, Options{Root: r.dir, Clock: func() time.Time { return now }, Limit: 100, MaxParallel: 4, NoPush: true}, executor.New(executor.Options{}), g, nil)
+	rep, err := run.RunDue(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rep
+}
+
+// peakHeap samples the heap in use while fn runs.
+func peakHeap(fn func()) uint64 {
+	stop, done := make(chan struct{}), make(chan uint64)
+	go func() {
+		var ms runtime.MemStats
+		var peak uint64
+		for {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapInuse+ms.StackInuse)
+			select {
+			case <-stop:
+				done <- peak
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	fn()
+	close(stop)
+	return <-done
+}
+
+// BenchmarkTick: one cron tick (load + decide + append + commit) on a month
+// of 10k, 100k and 1M events, starting from the state snapshot, and for
+// comparison with the snapshot removed (a full replay of the month).
+// Targets on 2 cores with the snapshot: 0.3 s and 50 MB at 1M events,
+// the same at 10k.
+func BenchmarkTick(b *testing.B) {
+	for _, events := range []int{10_000, 100_000, 1_000_000} {
+		var repo *benchRepo
+		dir := b.TempDir() // outlives the sub-benchmarks that share it
+		for _, load := range []string{"snapshot", "replay"} {
+			b.Run(fmt.Sprintf("events=%d/%s", events, load), func(b *testing.B) {
+				if repo == nil {
+					repo = newBenchRepo(b, dir, events)
+				}
+				now := repo.last.Add(time.Minute)
+				var peak uint64
+				ran := 0
+				runtime.GC()
+				b.ResetTimer()
+				for b.Loop() {
+					now = now.Add(5 * time.Minute)
+					if load == "replay" {
+						b.StopTimer()
+						os.Remove(filepath.Join(repo.dir, state.SnapshotPath))
+						runtime.GC()
+						b.StartTimer()
+					}
+					var rep *Report
+					peak = max(peak, peakHeap(func() { rep = repo.tick(b, now) }))
+					ran += rep.Count(ActionRan)
+					if (len(rep.Warnings) > 0) != (load == "replay") {
+						b.Fatalf("warnings: %q", rep.Warnings)
+					}
+				}
+				b.ReportMetric(float64(peak)/(1<<20), "peak-MB")
+				b.ReportMetric(float64(ran)/float64(b.N), "ran/tick")
+			})
+		}
+	}
+}
+
+// packBytes is what a clone holds in packs: what it fetched.
+func packBytes(b *testing.B, dir string) float64 {
+	b.Helper()
+	for _, l := range strings.Split(gittest.Must(b, dir, "count-objects", "-v"), "\n") {
+		if v, ok := strings.CutPrefix(l, "size-pack: "); ok {
+			kib, _ := strconv.ParseFloat(v, 64)
+			return kib * 1024
+		}
+	}
+	b.Fatal("no size-pack")
+	return 0
+}
+
+// BenchmarkCheckout: the bytes a run's checkout fetches from a repository
+// holding a month of 1M events: the sparse, partial, shallow clone of astra
+// init's workflow against a plain shallow clone (actions/checkout's
+// default). Target: the sparse checkout under 5 MB.
+func BenchmarkCheckout(b *testing.B) {
+	repo := newBenchRepo(b, b.TempDir(), 1_000_000)
+	bare := filepath.Join(b.TempDir(), "remote.git")
+	gittest.Must(b, ".", "clone", "-q", "--bare", repo.dir, bare)
+	gittest.Must(b, bare, "config", "uploadpack.allowFilter", "true")
+	var sparse, full float64
+	b.ResetTimer()
+	for b.Loop() {
+		dir := filepath.Join(b.TempDir(), "sparse")
+		gittest.Must(b, ".", "clone", "-q", "--depth", "1", "--filter=blob:none", "--sparse", "file://"+bare, dir)
+		gittest.Must(b, dir, "sparse-checkout", "set", "--no-cone", "/*", "!/var/schedules/", "!/var/memory/")
+		list, err := os.ReadFile(filepath.Join(dir, state.SparsePath))
+		if err != nil {
+			b.Fatal(err)
+		}
+		gittest.Must(b, dir, append([]string{"sparse-checkout", "add"}, strings.Fields(string(list))...)...)
+		sparse = packBytes(b, dir)
+		dir = filepath.Join(b.TempDir(), "full")
+		gittest.Must(b, ".", "clone", "-q", "--depth", "1", "file://"+bare, dir)
+		full = packBytes(b, dir)
+	}
+	b.ReportMetric(sparse/1e6, "sparse-MB")
+	b.ReportMetric(full/1e6, "full-MB")
+}
