@@ -92,6 +92,9 @@ func (r *Repo) Drift(prefix string) (Drift, error) {
 	}
 	var behind []string
 	for path, e := range tipFiles {
+		if r.leftOut(path, e) {
+			continue // a sparse checkout's choice, not a sync cut short
+		}
 		size, err := r.st.EncodedObjectSize(e.Hash)
 		if err != nil {
 			return d, fmt.Errorf("read %s in %s: %w", path, r.branch.Short(), err)

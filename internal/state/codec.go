@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -273,10 +274,55 @@ func valueColumn(name string, index int, t reflect.Type) (column, error) {
 			v.SetFloat(f)
 			return err
 		}
+	case t.Kind() == reflect.Struct || t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct:
+		// A nested record (a claim's plan, the last move) is rare and
+		// small: it is stored as JSON, empty for a nil pointer, provided
+		// JSON keeps every field.
+		if err := jsonKeepsAll(t); err != nil {
+			return c, err
+		}
+		c.enc = func(dst []byte, v reflect.Value) []byte {
+			if v.Kind() == reflect.Pointer && v.IsNil() {
+				return dst
+			}
+			b, _ := json.Marshal(v.Interface()) // cannot fail: plain fields (jsonKeepsAll) and raw JSON read from the ledger
+			return appendText(dst, string(b))
+		}
+		c.dec = func(v reflect.Value, b []byte, in interner) error {
+			if len(b) == 0 {
+				return nil
+			}
+			s, err := in.text(b)
+			if err != nil {
+				return err
+			}
+			return json.Unmarshal([]byte(s), v.Addr().Interface())
+		}
 	default:
 		return c, fmt.Errorf("a snapshot cannot store a %s", t)
 	}
 	return c, nil
+}
+
+// jsonKeepsAll fails when encoding/json would drop a field of t (or of a
+// struct it holds): unexported, or named "-".
+func jsonKeepsAll(t reflect.Type) error {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || t == timeType {
+		return nil
+	}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if _, stored := jsonName(f); !f.IsExported() || !stored {
+			return fmt.Errorf("%s.%s is not stored: give it an exported, json-named field", t, f.Name)
+		}
+		if err := jsonKeepsAll(f.Type); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // appendText writes s as is when that is unambiguous, else Go-quoted.

@@ -74,12 +74,16 @@ func TestSnapshotCoversState(t *testing.T) {
 }
 
 func TestCodecRefusesWhatItCannotStore(t *testing.T) {
-	type inner struct{ A, B int }
+	type inner struct{ a, B int } // JSON would drop a
+	_ = inner{a: 1}
+	type dropped struct {
+		A int `json:"-"`
+	}
 	for _, typ := range []reflect.Type{
 		reflect.TypeFor[struct {
 			M map[string]*struct{ X inner }
 		}](),
-		reflect.TypeFor[struct{ S inner }](),
+		reflect.TypeFor[struct{ S *dropped }](),
 		reflect.TypeFor[struct{ M map[int]string }](),
 		reflect.TypeFor[struct {
 			M map[string]*struct{ x int }
@@ -97,6 +101,7 @@ func TestCodecRefusesWhatItCannotStore(t *testing.T) {
 func fill(r *rand.Rand, st *State) {
 	texts := []string{"", "plain", "tab\there", "line\nbreak", `back\slash`, `"quoted"`, "caf\u00e9 \u2603", "bad\xffutf8", "  spaced  ", "\x00nul", "cr\r"}
 	var value func(v reflect.Value)
+	inJSON := false // a nested record is stored as JSON, which holds only valid UTF-8, as the ledger does
 	value = func(v reflect.Value) {
 		switch {
 		case v.Type() == timeType:
@@ -105,9 +110,13 @@ func fill(r *rand.Rand, st *State) {
 			}
 		case v.Kind() == reflect.String:
 			v.SetString(texts[r.IntN(len(texts))])
+			if inJSON {
+				v.SetString(strings.ToValidUTF8(v.String(), "\uFFFD"))
+			}
 		case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8:
 			if r.IntN(3) > 0 {
-				v.SetBytes([]byte(fmt.Sprintf(`{"k":%q}`, texts[r.IntN(len(texts))])))
+				b, _ := json.Marshal(map[string]string{"k": texts[r.IntN(len(texts))]}) // raw JSON, as the ledger holds it
+				v.SetBytes(b)
 			}
 		case v.Kind() == reflect.Bool:
 			v.SetBool(r.IntN(2) == 0)
@@ -118,6 +127,13 @@ func fill(r *rand.Rand, st *State) {
 		case v.Kind() == reflect.Struct:
 			for i := range v.NumField() {
 				value(v.Field(i))
+			}
+		case v.Kind() == reflect.Pointer:
+			if r.IntN(3) > 0 {
+				v.Set(reflect.New(v.Type().Elem()))
+				inJSON = true
+				value(v.Elem())
+				inJSON = false
 			}
 		}
 	}
