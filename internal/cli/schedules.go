@@ -165,6 +165,11 @@ time zone.`,
 					}
 					add(t, note)
 				}
+				if len(lines) == 0 {
+					// Listed rather than left out: a schedule that never
+					// fires is a mistake to see (validate warns too).
+					lines = append(lines, fmt.Sprintf("%s\t%s\t%s\tnever\t-\tits trigger never fires", n.ID, n.Name, n.Trigger))
+				}
 				return strings.Join(lines, "\n")
 			})
 		},
