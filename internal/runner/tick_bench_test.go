@@ -126,7 +126,7 @@ func BenchmarkTick(b *testing.B) {
 					repo = newBenchRepo(b, dir, events)
 				}
 				var peak uint64
-				ran := 0
+				ran, recorded := 0, 0
 				runtime.GC()
 				b.ResetTimer()
 				for b.Loop() {
@@ -140,12 +140,14 @@ func BenchmarkTick(b *testing.B) {
 					var rep *Report
 					peak = max(peak, peakHeap(func() { rep = repo.tick(b, repo.now) }))
 					ran += rep.Count(ActionRan)
+					recorded += rep.Count(ActionMissed) + rep.Count(ActionLost)
 					if (len(rep.Warnings) > 0) != (load == "replay") {
 						b.Fatalf("warnings: %q", rep.Warnings)
 					}
 				}
 				b.ReportMetric(float64(peak)/(1<<20), "peak-MB")
 				b.ReportMetric(float64(ran)/float64(b.N), "ran/tick")
+				b.ReportMetric(float64(recorded)/float64(b.N), "missed+lost/tick")
 			})
 		}
 	}
