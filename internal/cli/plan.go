@@ -94,12 +94,8 @@ func (a *app) runPlan(ctx context.Context, o planOptions) error {
 	if err != nil {
 		return err
 	}
-	for _, ref := range o.only {
-		s := cfg.Schedule(ref)
-		if s == nil {
-			return usageErrorf("--only %q: no such schedule (see `astra schedules list`)", ref)
-		}
-		o.filter.Only = append(o.filter.Only, s.ID)
+	if o.filter.Only, err = onlyIDs(cfg, o.only); err != nil {
+		return err
 	}
 	if o.run.maxParallel == 0 {
 		o.run.maxParallel = a.v.GetInt("run.max_parallel")

@@ -35,12 +35,8 @@ func (a *app) runRunDue(ctx context.Context, o runDueOptions) error {
 	if err != nil {
 		return err
 	}
-	for _, ref := range o.only {
-		s := cfg.Schedule(ref)
-		if s == nil {
-			return usageErrorf("--only %q: no such schedule (see `astra schedules list`)", ref)
-		}
-		o.filter.Only = append(o.filter.Only, s.ID)
+	if o.filter.Only, err = onlyIDs(cfg, o.only); err != nil {
+		return err
 	}
 	if o.limit == 0 {
 		o.limit = a.v.GetInt("run.limit")

@@ -275,6 +275,19 @@ func findSchedule(cfg *model.Config, ref string) (*model.Schedule, error) {
 	return nil, usageErrorf("no schedule with id or name %q (see `astra schedules list`)", ref)
 }
 
+// onlyIDs resolves the schedules --only names (ids or names) to their ids.
+func onlyIDs(cfg *model.Config, refs []string) ([]string, error) {
+	var ids []string
+	for _, ref := range refs {
+		s := cfg.Schedule(ref)
+		if s == nil {
+			return nil, usageErrorf("--only %q: no such schedule (see `astra schedules list`)", ref)
+		}
+		ids = append(ids, s.ID)
+	}
+	return ids, nil
+}
+
 // loadSchedule loads the configuration and resolves ref in it.
 func (a *app) loadSchedule(ref string) (*model.Config, *model.Schedule, error) {
 	cfg, err := a.loadConfig()

@@ -25,13 +25,9 @@ func (r *Repo) CommitMessages(limit int) ([]CommitMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	shallow, err := r.st.Shallow()
+	boundary, err := r.shallowBoundary()
 	if err != nil {
 		return nil, err
-	}
-	boundary := map[plumbing.Hash]bool{}
-	for _, s := range shallow {
-		boundary[s] = true
 	}
 	var out []CommitMessage
 	for !h.IsZero() && len(out) < limit {
@@ -134,13 +130,9 @@ func (r *Repo) LastChanges(paths []string, limit int) (map[string]Change, error)
 	if err != nil {
 		return nil, fmt.Errorf("read HEAD: %w", err)
 	}
-	shallow, err := r.st.Shallow()
+	boundary, err := r.shallowBoundary()
 	if err != nil {
 		return nil, err
-	}
-	boundary := map[plumbing.Hash]bool{}
-	for _, s := range shallow {
-		boundary[s] = true
 	}
 	c, err := object.GetCommit(r.st, head.Hash())
 	if err != nil {
@@ -205,4 +197,18 @@ func (r *Repo) versionAt(c *object.Commit, p string) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, fmt.Errorf("read %s in %s: %w", p, c.Hash, err)
 	}
 	return e.Hash, nil
+}
+
+// shallowBoundary is the set of commits a shallow clone has without their
+// parents.
+func (r *Repo) shallowBoundary() (map[plumbing.Hash]bool, error) {
+	shallow, err := r.st.Shallow()
+	if err != nil {
+		return nil, err
+	}
+	boundary := map[plumbing.Hash]bool{}
+	for _, s := range shallow {
+		boundary[s] = true
+	}
+	return boundary, nil
 }
