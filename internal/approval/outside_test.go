@@ -36,3 +36,42 @@ func TestTokenOutsideRefused(t *testing.T) {
 		t.Fatal("the file outside changed")
 	}
 }
+
+// TestPending: the listing names every <id>.token entry (a link among
+// them, which Read then refuses) and refuses a pending directory that
+// leads out of the repository.
+func TestPending(t *testing.T) {
+	base := t.TempDir()
+	repo := filepath.Join(base, "repo")
+	if ids, err := Pending(repo); err != nil || len(ids) != 0 {
+		t.Fatalf("no pending directory: %v %v", ids, err)
+	}
+	dir := filepath.Join(repo, filepath.FromSlash(pendingDir))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a.token", "README.md"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(base, "elsewhere"), filepath.Join(dir, "b.token")); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := Pending(repo)
+	if err != nil || len(ids) != 2 || !ids["a"] || !ids["b"] {
+		t.Fatalf("pending: %v %v", ids, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(base, "out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(base, "out"), dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Pending(repo); !errors.Is(err, repofs.ErrLink) {
+		t.Fatalf("listed a directory outside the repository: %v", err)
+	}
+}

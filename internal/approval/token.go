@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/astra-gitops/astra/internal/model"
@@ -136,6 +137,25 @@ func Read(repo, scheduleID string) ([]byte, error) {
 		return nil, ErrNoToken
 	}
 	return raw, err
+}
+
+// Pending names the schedules whose token file is present: one listing
+// instead of a look per schedule. Read says what each one is.
+func Pending(repo string) (map[string]bool, error) {
+	entries, err := repofs.ReadDir(repo, pendingDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		if id, ok := strings.CutSuffix(e.Name(), ".token"); ok {
+			ids[id] = true
+		}
+	}
+	return ids, nil
 }
 
 // Write stores a token, creating the pending directory, and returns the
