@@ -207,7 +207,22 @@ func (s *Store) Append(tail Tail, seg Segment, events []*Event) (Tail, error) {
 	if len(events) == 0 {
 		return tail, nil
 	}
-	var raw bytes.Buffer
+	lines, tail, err := Lines(nil, tail, events)
+	if err != nil {
+		return Tail{}, err
+	}
+	if tail.Segment, err = s.AppendLines(seg, lines); err != nil {
+		return Tail{}, err
+	}
+	return tail, nil
+}
+
+// Lines appends to dst the ledger lines of events continuing the chain
+// from tail (assigning Seq and Prev, truncating TS to the second), and
+// returns them with the tail they lead to; tail.Segment is left as it is.
+// A caller that holds lines back before AppendLines writes them has the
+// chain, and what a replay will read, already.
+func Lines(dst []byte, tail Tail, events []*Event) ([]byte, Tail, error) {
 	var line []byte
 	for _, e := range events {
 		tail.Seq++
@@ -216,43 +231,47 @@ func (s *Store) Append(tail Tail, seg Segment, events []*Event) (Tail, error) {
 		e.TS = e.TS.UTC().Truncate(time.Second)
 		line = AppendJSON(line[:0], e)
 		if len(line) > MaxLine {
-			return Tail{}, fmt.Errorf("a %s event of %d bytes is longer than a ledger line may be (%d bytes)", e.Event, len(line), MaxLine)
+			return dst, Tail{}, fmt.Errorf("a %s event of %d bytes is longer than a ledger line may be (%d bytes)", e.Event, len(line), MaxLine)
 		}
 		tail.Hash = lineHash(line)
 		tail.TS = e.TS
-		raw.Write(line)
-		raw.WriteByte('\n')
+		dst = append(append(dst, line...), '\n')
 	}
+	return dst, tail, nil
+}
+
+// AppendLines writes lines (from Lines) as one new gzip member at the end
+// of seg, synced to disk, and returns seg with its new size.
+func (s *Store) AppendLines(seg Segment, lines []byte) (Segment, error) {
 	var member bytes.Buffer
 	zw := gzipWriters.Get().(*gzip.Writer)
 	defer gzipWriters.Put(zw)
 	zw.Reset(&member)
-	if _, err := zw.Write(raw.Bytes()); err != nil {
-		return Tail{}, err
+	if _, err := zw.Write(lines); err != nil {
+		return seg, err
 	}
 	if err := zw.Close(); err != nil {
-		return Tail{}, err
+		return seg, err
 	}
 	f, err := repofs.OpenFile(s.root, seg.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
-		return Tail{}, err
+		return seg, err
 	}
 	// One write: a crash leaves at most one partial member at the end,
 	// which Repair removes.
 	if _, err := f.Write(member.Bytes()); err != nil {
 		f.Close()
-		return Tail{}, err
+		return seg, err
 	}
 	if !s.noSync {
 		if err := f.Sync(); err != nil {
 			f.Close()
-			return Tail{}, err
+			return seg, err
 		}
 	}
 	if err := f.Close(); err != nil {
-		return Tail{}, err
+		return seg, err
 	}
 	seg.Size += int64(member.Len())
-	tail.Segment = seg
-	return tail, nil
+	return seg, nil
 }

@@ -42,11 +42,16 @@ type Forge interface {
 // checkApprovals settles what humans decided since the last run, then
 // looks at token files in the checkout that prove nothing.
 func (s *session) checkApprovals(ctx context.Context) error {
+	// With the pending directory unreadable, each schedule's look says why.
+	pending, listErr := approval.Pending(s.r.opts.Root)
 	for _, sc := range s.r.cfg.Schedules {
 		if req := s.state().Approvals[sc.ID]; req != nil {
 			if err := s.settle(ctx, sc, req); err != nil {
 				return err
 			}
+		}
+		if listErr == nil && !pending[sc.ID] {
+			continue
 		}
 		if err := s.checkTokenFile(sc); err != nil {
 			return err
@@ -363,7 +368,12 @@ func (s *session) requestApproval(ctx context.Context, t *task, d gate.Decision)
 	if rq.failed != "" {
 		t.outcome.Detail += "; " + rq.failed
 	}
-	return s.record(ev)
+	if err := s.record(ev); err != nil || ev.PR == 0 {
+		return err
+	}
+	// A pull request on GitHub now holds this request's token: its record
+	// goes to disk now, not with the rest of the decisions.
+	return s.j.Flush()
 }
 
 // reopen tries again to open the pull request of a request whose first

@@ -136,7 +136,14 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 		if err := s.checkApprovals(ctx); err != nil {
 			return nil, err
 		}
-		tasks, err := decide(s)
+		// Decisions are written together: nothing outside this process
+		// sees them before the claim push (approval requests excepted,
+		// which flush).
+		var tasks []*task
+		err = s.j.Batch(func() (err error) {
+			tasks, err = decide(s)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}

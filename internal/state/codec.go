@@ -379,8 +379,9 @@ func parseTime(b []byte) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("bad time %q", b)
 }
 
-// encode appends the stored fields of st.
-func (c *codec) encode(dst []byte, st *State) []byte {
+// encode appends the stored fields of st whose section sel selects (all
+// when sel is nil).
+func (c *codec) encode(dst []byte, st *State, sel func(name string) bool) []byte {
 	root := reflect.ValueOf(st).Elem()
 	type entry struct {
 		key string
@@ -388,6 +389,9 @@ func (c *codec) encode(dst []byte, st *State) []byte {
 	}
 	var entries []entry
 	for _, s := range c.sections {
+		if sel != nil && !sel(s.name) {
+			continue
+		}
 		v := root.FieldByIndex(s.index)
 		dst = append(dst, s.name...)
 		if s.kind == scalarSection {
@@ -431,8 +435,9 @@ func (c *codec) encode(dst []byte, st *State) []byte {
 }
 
 // decode reads sections as encode writes them into st, whose maps must be
-// empty; line is the line number of data's first line, for errors.
-func (c *codec) decode(data []byte, line int, st *State) error {
+// empty; line is the line number of data's first line, for errors. A
+// section sel does not select is refused (any, when sel is nil).
+func (c *codec) decode(data []byte, line int, st *State, sel func(name string) bool) error {
 	root := reflect.ValueOf(st).Elem()
 	in := interner{}
 	var (
@@ -448,7 +453,7 @@ func (c *codec) decode(data []byte, line int, st *State) error {
 			data = nil
 		}
 		fields = splitTabs(fields[:0], l)
-		err := c.decodeLine(root, fields, &cur, &m, in)
+		err := c.decodeLine(root, fields, &cur, &m, in, sel)
 		if err != nil {
 			return fmt.Errorf("line %d: %w", line, err)
 		}
@@ -457,10 +462,10 @@ func (c *codec) decode(data []byte, line int, st *State) error {
 	return nil
 }
 
-func (c *codec) decodeLine(root reflect.Value, fields [][]byte, cur **section, m *reflect.Value, in interner) error {
+func (c *codec) decodeLine(root reflect.Value, fields [][]byte, cur **section, m *reflect.Value, in interner, sel func(string) bool) error {
 	if len(fields[0]) > 0 { // a section
 		i, ok := c.byName[string(fields[0])]
-		if !ok {
+		if !ok || sel != nil && !sel(string(fields[0])) {
 			return fmt.Errorf("unknown section %q", fields[0])
 		}
 		s := &c.sections[i]

@@ -109,6 +109,13 @@ type Journal struct {
 	recorded []*ledger.Event
 	files    []string
 	saved    ledger.Tail // the head of the snapshot on disk, when it is the state's
+
+	// While Batch runs, ledger lines are chained, applied and held here
+	// instead of written: one gzip member and one fsync for the batch.
+	holding bool
+	held    []byte
+	heldSeg ledger.Segment
+	broken  error // a failed Flush: the state holds events the file may not, so nothing more is recorded
 }
 
 // NewJournal continues the ledger from tail. clock stamps events that have
@@ -180,6 +187,9 @@ func (j *Journal) Files() []string {
 // ledger would rebuild, which a snapshot of it must be. Events that go to
 // agent memory only are not the ledger's and leave the state alone.
 func (j *Journal) Record(evs ...*ledger.Event) error {
+	if j.broken != nil {
+		return j.broken
+	}
 	if len(evs) == 0 {
 		return nil
 	}
@@ -197,14 +207,18 @@ func (j *Journal) Record(evs ...*ledger.Event) error {
 	if !j.dry {
 		if len(main) > 0 {
 			seg, newMonth := j.store.Target(j.tail, main[0].TS)
+			if len(j.held) > 0 && seg.Path != j.heldSeg.Path {
+				if err := j.Flush(); err != nil {
+					return err
+				}
+				seg, newMonth = j.store.Target(j.tail, main[0].TS)
+			}
 			if newMonth && !j.tail.Empty() {
 				apply = append([]*ledger.Event{j.st.Checkpoint(main[0].TS)}, main...)
 			}
-			tail, err := j.store.Append(j.tail, seg, apply)
-			if err != nil {
+			if err := j.append(seg, apply); err != nil {
 				return err
 			}
-			j.tail = tail
 			j.files = append(j.files, seg.Path)
 		}
 		for _, sd := range j.sides {
@@ -217,6 +231,61 @@ func (j *Journal) Record(evs ...*ledger.Event) error {
 		j.st.Apply(asWritten(e))
 	}
 	j.recorded = append(j.recorded, evs...)
+	return nil
+}
+
+// append writes events to seg, or holds their lines while Batch runs.
+func (j *Journal) append(seg ledger.Segment, evs []*ledger.Event) error {
+	if !j.holding {
+		tail, err := j.store.Append(j.tail, seg, evs)
+		if err != nil {
+			return err
+		}
+		j.tail = tail
+		return nil
+	}
+	lines, tail, err := ledger.Lines(j.held, j.tail, evs)
+	if err != nil {
+		return err
+	}
+	j.held, j.heldSeg = lines, seg
+	tail.Segment = seg
+	j.tail = tail
+	return nil
+}
+
+// Batch runs fn with the ledger's appends held back, then writes them as
+// one gzip member, synced once, whatever fn returns: a run deciding a
+// backlog of hundreds of slots pays one write, not one per decision.
+// Held events are chained and applied as they are recorded, so fn sees
+// them; what a kill loses is only what no one outside the process has
+// seen. fn must Flush before anything outside the process acts on a held
+// event (a pull request that names it, a push, a tool).
+func (j *Journal) Batch(fn func() error) error {
+	if j.holding {
+		return fn()
+	}
+	j.holding = true
+	err := fn()
+	j.holding = false
+	if ferr := j.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// Flush writes the lines Batch holds.
+func (j *Journal) Flush() error {
+	if j.broken != nil || len(j.held) == 0 {
+		return j.broken
+	}
+	seg, err := j.store.AppendLines(j.heldSeg, j.held)
+	if err != nil {
+		j.broken = fmt.Errorf("writing the run's decisions to %s: %w", j.heldSeg.Path, err)
+		return j.broken
+	}
+	j.held = j.held[:0]
+	j.tail.Segment = seg
 	return nil
 }
 

@@ -2,6 +2,8 @@ package state
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,6 +25,11 @@ import (
 const (
 	// SnapshotPath is the snapshot, relative to the repository root.
 	SnapshotPath = "var/state/snapshot"
+	// DeadLettersPath holds the snapshot's dead letters. Unlike the rest
+	// of the state they pile up, month after month, until a person
+	// releases them, so they are a file of their own that a run rewrites
+	// only when they changed; the snapshot names its sha256.
+	DeadLettersPath = "var/state/dead-letters"
 	// SparsePath lists, as sparse-checkout patterns, the ledger files the
 	// next run reads and appends to: a checkout of them, the snapshot and
 	// the configuration is all a run needs.
@@ -31,7 +38,13 @@ const (
 
 // snapshotVersion numbers the layout of the snapshot file itself; the
 // layout of the state in it has its own shape hash (codec.go).
-const snapshotVersion = 1
+const snapshotVersion = 2
+
+// deadSection is the section DeadLettersPath holds.
+const deadSection = "dead_letters"
+
+func mainSection(name string) bool { return name != deadSection }
+func deadOnly(name string) bool    { return name == deadSection }
 
 // maxSnapshot bounds what is read: a snapshot is a few MB for a month of
 // a million events; a larger file is not one astra wrote.
@@ -76,57 +89,106 @@ type head struct {
 	hash string
 }
 
-// header is a snapshot's first two lines.
-func header(version int, shape string, h head) string {
-	return fmt.Sprintf("astra-state\t%d\t%s\nhead\t%s\t%d\t%s\n", version, shape, h.file, h.seq, h.hash)
+// header is a snapshot's first three lines: the layout, the ledger line it
+// is bound to, and the sha256 of its dead letters' file.
+func header(version int, shape string, h head, dead string) string {
+	return fmt.Sprintf("astra-state\t%d\t%s\nhead\t%s\t%d\t%s\npart\t%s\t%s\n", version, shape, h.file, h.seq, h.hash, DeadLettersPath, dead)
 }
 
-// parseHeader reads the first two lines; body is the rest.
-func parseHeader(data []byte) (version int, shape string, h head, body []byte, err error) {
-	line := func(n int) []string {
+// headerLines is how many lines header writes: the body's first line
+// number is one more.
+const headerLines = 3
+
+// parseHeader reads the header; body is the rest. A snapshot of another
+// version returns that version and no error, whatever follows.
+func parseHeader(data []byte) (version int, shape string, h head, dead string, body []byte, err error) {
+	line := func() []string {
 		l, rest, _ := bytes.Cut(data, []byte{'\n'})
 		data = rest
 		return strings.Split(string(l), "\t")
 	}
-	first := line(1)
+	first := line()
 	if len(first) != 3 || first[0] != "astra-state" {
-		return 0, "", head{}, nil, errors.New("line 1: not an astra state snapshot")
+		return 0, "", head{}, "", nil, errors.New("line 1: not an astra state snapshot")
 	}
 	if version, err = strconv.Atoi(first[1]); err != nil {
-		return 0, "", head{}, nil, fmt.Errorf("line 1: bad version %q", first[1])
+		return 0, "", head{}, "", nil, fmt.Errorf("line 1: bad version %q", first[1])
 	}
-	second := line(2)
+	if version != snapshotVersion {
+		return version, first[2], head{}, "", nil, nil
+	}
+	second := line()
 	if len(second) != 4 || second[0] != "head" {
-		return 0, "", head{}, nil, errors.New("line 2: want head <file> <seq> <hash>")
+		return 0, "", head{}, "", nil, errors.New("line 2: want head <file> <seq> <hash>")
 	}
 	h.file, h.hash = second[1], second[3]
 	if h.seq, err = strconv.ParseInt(second[2], 10, 64); err != nil || h.seq < 1 {
-		return 0, "", head{}, nil, fmt.Errorf("line 2: bad seq %q", second[2])
+		return 0, "", head{}, "", nil, fmt.Errorf("line 2: bad seq %q", second[2])
 	}
-	return version, first[2], h, data, nil
+	third := line()
+	if len(third) != 3 || third[0] != "part" || third[1] != DeadLettersPath || len(third[2]) != sha256.Size*2 {
+		return 0, "", head{}, "", nil, fmt.Errorf("line 3: want part %s <sha256>", DeadLettersPath)
+	}
+	return version, first[2], h, third[2], data, nil
 }
 
-// readSnapshot reads and checks the snapshot's header. why says why it
-// cannot be used: it is absent, or was written by another astra; bad that
-// it is not a snapshot astra wrote.
-func readSnapshot(root string) (h head, body []byte, why string, bad error) {
+// snap is a snapshot read from the checkout: its header, its body and
+// the body of its dead letters' file.
+type snap struct {
+	head       head
+	deadSum    string
+	body, dead []byte
+}
+
+// readSnapshot reads the snapshot and its dead letters, checking the
+// header and the dead letters' sha256. why says why it cannot be used: it
+// is absent, or was written by another astra; bad that it is not a
+// snapshot astra wrote.
+func readSnapshot(root string) (sn snap, why string, bad error) {
 	data, err := repofs.ReadFile(root, SnapshotPath, maxSnapshot)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return head{}, nil, "there is no " + SnapshotPath + " yet", nil
+		return sn, "there is no " + SnapshotPath + " yet", nil
 	case err != nil:
-		return head{}, nil, "", err
+		return sn, "", err
 	case stateCodecErr != nil:
-		return head{}, nil, "", stateCodecErr
+		return sn, "", stateCodecErr
 	}
-	version, shape, h, body, err := parseHeader(data)
+	version, shape, h, dead, body, err := parseHeader(data)
 	switch {
 	case err != nil:
-		return head{}, nil, "", fmt.Errorf("%s:%s", SnapshotPath, strings.TrimPrefix(err.Error(), "line "))
+		return sn, "", fmt.Errorf("%s:%s", SnapshotPath, strings.TrimPrefix(err.Error(), "line "))
 	case version != snapshotVersion || shape != stateCodec.shape:
-		return head{}, nil, SnapshotPath + " was written by another version of astra", nil
+		return sn, SnapshotPath + " was written by another version of astra", nil
 	}
-	return h, body, "", nil
+	sn = snap{head: h, deadSum: dead, body: body}
+	sn.dead, err = repofs.ReadFile(root, DeadLettersPath, maxSnapshot)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return sn, "", fmt.Errorf("%s names %s, which is missing", SnapshotPath, DeadLettersPath)
+	case err != nil:
+		return sn, "", err
+	case sha(sn.dead) != dead:
+		return sn, "", fmt.Errorf("%s is not the file %s names (sha256 %s)", DeadLettersPath, SnapshotPath, dead)
+	}
+	return sn, "", nil
+}
+
+func sha(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// decode loads the snapshot's state into st.
+func (sn snap) decode(st *State) error {
+	if err := stateCodec.decode(sn.body, headerLines+1, st, mainSection); err != nil {
+		return fmt.Errorf("%s:%s", SnapshotPath, strings.TrimPrefix(err.Error(), "line "))
+	}
+	if err := stateCodec.decode(sn.dead, 1, st, deadOnly); err != nil {
+		return fmt.Errorf("%s:%s", DeadLettersPath, strings.TrimPrefix(err.Error(), "line "))
+	}
+	st.deadSaved = sn.deadSum // the file on disk is these dead letters
+	return nil
 }
 
 // fromSnapshot loads the snapshot and applies the events after its head.
@@ -134,19 +196,20 @@ func readSnapshot(root string) (h head, body []byte, why string, bad error) {
 // the ledger files read, reported as a replay would report it.
 func fromSnapshot(root string, segs []ledger.Segment, now time.Time) (st *State, tail ledger.Tail, why string, err error) {
 	st = New(now)
-	h, body, why, bad := readSnapshot(root)
+	sn, why, bad := readSnapshot(root)
 	if bad != nil {
 		return st, tail, bad.Error(), nil
 	}
 	if why != "" {
 		return st, tail, why, nil
 	}
+	h := sn.head
 	i := slices.IndexFunc(segs, func(s ledger.Segment) bool { return s.Path == h.file })
 	if i < 0 {
 		return st, tail, fmt.Sprintf("it follows %s, which is not in the checkout", h.file), nil
 	}
-	if err := stateCodec.decode(body, 3, st); err != nil {
-		return New(now), tail, SnapshotPath + ":" + strings.TrimPrefix(err.Error(), "line "), nil
+	if err := sn.decode(st); err != nil {
+		return New(now), tail, err.Error(), nil
 	}
 	st.view(now)
 	tail, err = ledger.Scan(root, segs[i:], ledger.ScanOptions{Verify: true, SkipOutput: true, Resume: ledger.Tail{Seq: h.seq, Hash: h.hash}},
@@ -162,44 +225,64 @@ func fromSnapshot(root string, segs []ledger.Segment, now time.Time) (st *State,
 	return st, tail, "", err
 }
 
-// encodeSnapshot is the snapshot of st bound to the ledger line tail.
-func encodeSnapshot(st *State, tail ledger.Tail) ([]byte, error) {
+// encodeSnapshot is the snapshot of st bound to the ledger line tail, its
+// dead letters being the file whose sha256 is dead.
+func encodeSnapshot(st *State, tail ledger.Tail, dead string) ([]byte, error) {
 	if stateCodecErr != nil {
 		return nil, stateCodecErr
 	}
 	h := head{file: tail.Segment.Path, seq: tail.Seq, hash: tail.Hash}
 	buf := make([]byte, 0, 1<<20)
-	buf = append(buf, header(snapshotVersion, stateCodec.shape, h)...)
-	return stateCodec.encode(buf, st), nil
+	buf = append(buf, header(snapshotVersion, stateCodec.shape, h, dead)...)
+	return stateCodec.encode(buf, st, mainSection), nil
 }
 
+// encodeDead is the content of DeadLettersPath for st.
+func encodeDead(st *State) []byte { return stateCodec.encode(nil, st, deadOnly) }
+
 // SaveSnapshot writes the snapshot of the journal's state, bound to the
-// ledger's last line, and the list of files a sparse checkout needs, each
-// only when it changed; what it writes joins Files, for the commit that
-// also holds the events it covers. A dry journal writes nothing.
+// ledger's last line, its dead letters when they changed, and the list of
+// files a sparse checkout needs, each only when it changed; what it writes
+// joins Files, for the commit that also holds the events it covers. A dry
+// journal writes nothing.
 func (j *Journal) SaveSnapshot() error {
 	if j.dry || j.tail.Empty() || j.tail.Seq == j.saved.Seq && j.tail.Hash == j.saved.Hash {
 		return nil
 	}
-	root := j.store.Root()
-	data, err := encodeSnapshot(j.st, j.tail)
+	if stateCodecErr != nil {
+		return stateCodecErr
+	}
+	if j.st.deadSaved == "" {
+		dead := encodeDead(j.st)
+		if err := j.writeIfChanged(DeadLettersPath, dead); err != nil {
+			return err
+		}
+		j.st.deadSaved = sha(dead)
+	}
+	data, err := encodeSnapshot(j.st, j.tail, j.st.deadSaved)
 	if err != nil {
 		return err
 	}
-	for _, f := range []struct {
-		path string
-		data []byte
-	}{{SnapshotPath, data}, {SparsePath, j.sparse()}} {
-		old, err := repofs.ReadFile(root, f.path, maxSnapshot)
-		if err == nil && bytes.Equal(old, f.data) {
-			continue
-		}
-		if err := repofs.WriteFile(root, f.path, f.data); err != nil {
-			return fmt.Errorf("write %s: %w", f.path, err)
-		}
-		j.files = append(j.files, f.path)
+	if err := j.writeIfChanged(SnapshotPath, data); err != nil {
+		return err
+	}
+	if err := j.writeIfChanged(SparsePath, j.sparse()); err != nil {
+		return err
 	}
 	j.saved = j.tail
+	return nil
+}
+
+// writeIfChanged writes a state file unless it holds data already.
+func (j *Journal) writeIfChanged(path string, data []byte) error {
+	root := j.store.Root()
+	if old, err := repofs.ReadFile(root, path, maxSnapshot); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	if err := repofs.WriteFile(root, path, data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	j.files = append(j.files, path)
 	return nil
 }
 
@@ -234,13 +317,14 @@ type SnapshotCheck struct {
 // the snapshot's first line that differs.
 func VerifySnapshot(store *ledger.Store) (SnapshotCheck, error) {
 	root := store.Root()
-	h, body, why, bad := readSnapshot(root)
+	sn, why, bad := readSnapshot(root)
 	if bad != nil {
 		return SnapshotCheck{}, bad
 	}
 	if why != "" {
 		return SnapshotCheck{Note: why}, nil
 	}
+	h := sn.head
 	c := SnapshotCheck{Seq: h.seq}
 	segs, err := store.Segments()
 	if err != nil {
@@ -262,17 +346,20 @@ func VerifySnapshot(store *ledger.Store) (SnapshotCheck, error) {
 	} else if err != nil {
 		return c, err
 	}
-	want, err := encodeSnapshot(st, ledger.Tail{Seq: h.seq, Hash: h.hash, Segment: segs[i]})
+	want, err := encodeSnapshot(st, ledger.Tail{Seq: h.seq, Hash: h.hash, Segment: segs[i]}, sn.deadSum)
 	if err != nil {
 		return c, err
 	}
-	_, _, _, want, _ = parseHeader(want)
-	return c, firstDifference(body, want, h.seq)
+	_, _, _, _, want, _ = parseHeader(want)
+	if err := firstDifference(SnapshotPath, headerLines+1, sn.body, want, h.seq); err != nil {
+		return c, err
+	}
+	return c, firstDifference(DeadLettersPath, 1, sn.dead, encodeDead(st), h.seq)
 }
 
-// firstDifference names the first line where the snapshot's body differs
-// from a replay's.
-func firstDifference(got, want []byte, seq int64) error {
+// firstDifference names the first line where a state file's body
+// (starting at line first) differs from a replay's.
+func firstDifference(path string, first int, got, want []byte, seq int64) error {
 	if bytes.Equal(got, want) {
 		return nil
 	}
@@ -286,8 +373,8 @@ func firstDifference(got, want []byte, seq int64) error {
 			w = wl[n]
 		}
 		if !bytes.Equal(g, w) {
-			return fmt.Errorf("%s:%d: differs from a replay of the ledger up to seq %d: the snapshot has %q, the replay %q",
-				SnapshotPath, n+3, seq, clip(g), clip(w))
+			return fmt.Errorf("%s:%d: differs from a replay of the ledger up to seq %d: the file has %q, the replay %q",
+				path, n+first, seq, clip(g), clip(w))
 		}
 	}
 }

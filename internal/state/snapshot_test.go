@@ -34,6 +34,7 @@ var notStored = map[string]string{
 	"latestRun":     "the newest of ActorRuns, rebuilt by view",
 	"fallback":      "how the state was loaded, not what it knows",
 	"snapHead":      "how the state was loaded, not what it knows",
+	"deadSaved":     "what the checkout holds, not what the state knows",
 }
 
 func TestSnapshotCoversState(t *testing.T) {
@@ -178,9 +179,9 @@ func TestSnapshotRoundTripsEveryField(t *testing.T) {
 	for range 200 {
 		st := New(time.Time{})
 		fill(r, st)
-		enc := stateCodec.encode(nil, st)
+		enc := stateCodec.encode(nil, st, nil)
 		back := New(time.Time{})
-		if err := stateCodec.decode(enc, 3, back); err != nil {
+		if err := stateCodec.decode(enc, 3, back, nil); err != nil {
 			t.Fatalf("%v\n%s", err, enc)
 		}
 		for _, s := range stateCodec.sections {
@@ -189,7 +190,7 @@ func TestSnapshotRoundTripsEveryField(t *testing.T) {
 				t.Fatalf("%s: wrote %#v, read %#v\n%s", s.name, a.Interface(), b.Interface(), enc)
 			}
 		}
-		if again := stateCodec.encode(nil, back); string(again) != string(enc) {
+		if again := stateCodec.encode(nil, back, nil); string(again) != string(enc) {
 			t.Fatalf("encoding is not stable:\n%s\n%s", enc, again)
 		}
 	}
@@ -332,7 +333,7 @@ func (k *ticks) tick(save bool) *Journal {
 // and the views at Now.
 func observe(st *State) string {
 	var b strings.Builder
-	b.Write(stateCodec.encode(nil, st))
+	b.Write(stateCodec.encode(nil, st, nil))
 	fmt.Fprintf(&b, "now %s\nspend %+v\nreserved %v %v\n", st.Now, st.Spend, st.Reserved("day"), st.Reserved("month"))
 	for _, p := range []string{"day", "month"} {
 		if pz := st.Pauses[p]; pz != nil {
@@ -441,19 +442,39 @@ func TestReplaySaysWhyItReplayed(t *testing.T) {
 	snap := filepath.Join(k.root, SnapshotPath)
 	data, _ := os.ReadFile(snap)
 
-	os.WriteFile(snap, []byte(strings.Replace(string(data), "astra-state\t1\t", "astra-state\t1\tx", 1)), 0o644)
+	os.WriteFile(snap, []byte(strings.Replace(string(data), "astra-state\t2\t", "astra-state\t2\tx", 1)), 0o644)
+	check("written by another version of astra")
+	os.WriteFile(snap, []byte(strings.Replace(string(data), "astra-state\t2\t", "astra-state\t1\t", 1)), 0o644)
 	check("written by another version of astra")
 
-	lines := strings.SplitN(string(data), "\n", 3)
+	lines := strings.SplitN(string(data), "\n", 4)
 	f := strings.Split(lines[1], "\t")
-	os.WriteFile(snap, []byte(lines[0]+"\nhead\t"+f[1]+"\t"+f[2]+"\t"+strings.Repeat("0", 64)+"\n"+lines[2]), 0o644)
+	os.WriteFile(snap, []byte(lines[0]+"\nhead\t"+f[1]+"\t"+f[2]+"\t"+strings.Repeat("0", 64)+"\n"+lines[2]+"\n"+lines[3]), 0o644)
 	check("does not match the ledger")
 
-	os.WriteFile(snap, []byte(lines[0]+"\nhead\tvar/schedules/1999-01.ndjson.gz\t"+f[2]+"\t"+f[3]+"\n"+lines[2]), 0o644)
+	os.WriteFile(snap, []byte(lines[0]+"\nhead\tvar/schedules/1999-01.ndjson.gz\t"+f[2]+"\t"+f[3]+"\n"+lines[2]+"\n"+lines[3]), 0o644)
 	check("not in the checkout")
 
-	os.WriteFile(snap, []byte(lines[0]+"\n"+lines[1]+"\nopen\tbogus\n"), 0o644)
-	check(SnapshotPath + ":3: open: want columns")
+	os.WriteFile(snap, []byte(lines[0]+"\n"+lines[1]+"\n"+lines[2]+"\nopen\tbogus\n"), 0o644)
+	check(SnapshotPath + ":4: open: want columns")
+
+	os.WriteFile(snap, []byte(lines[0]+"\n"+lines[1]+"\n"+lines[2]+"\ndead_letters\tkey\n"), 0o644)
+	check(SnapshotPath + `:4: unknown section "dead_letters"`)
+
+	// The dead letters' file is bound to the snapshot by its sha256.
+	os.WriteFile(snap, data, 0o644)
+	check("")
+	dead := filepath.Join(k.root, DeadLettersPath)
+	deadData, _ := os.ReadFile(dead)
+	if !strings.HasPrefix(string(deadData), "dead_letters\t") || strings.Count(string(deadData), "\n") < 2 {
+		t.Fatalf("the ticks left no dead letters to check: %q", deadData)
+	}
+	os.WriteFile(dead, deadData[:len(deadData)-20], 0o644)
+	check(DeadLettersPath + " is not the file " + SnapshotPath + " names")
+	os.Remove(dead)
+	check(SnapshotPath + " names " + DeadLettersPath + ", which is missing")
+	os.WriteFile(dead, deadData, 0o644)
+	check("")
 
 	os.Remove(snap)
 	check("there is no " + SnapshotPath)

@@ -66,6 +66,10 @@ type State struct {
 	latestRun     time.Time // the newest run start in ActorRuns
 	fallback      string    // why a snapshot could not be used (see Fallback)
 	snapHead      int64     // the seq of the snapshot the state was loaded from; 0 when replayed
+	// deadSaved is the sha256 of the snapshot's dead letters file while
+	// it holds DeadLetters as they are; "" once they change, or when they
+	// were replayed (see SaveSnapshot).
+	deadSaved string
 }
 
 // Cost is what runs spent in one period.
@@ -438,6 +442,7 @@ func (s *State) Apply(e *ledger.Event) {
 		})
 	case ledger.RunDeadLettered:
 		s.delOpen(e.IdempotencyKey)
+		s.deadSaved = ""
 		s.DeadLetters[e.IdempotencyKey] = &DeadLetter{
 			Key: e.IdempotencyKey, ScheduleID: e.ScheduleID, Slot: e.Slot, Mode: e.Mode, Attempts: e.Attempt, Error: e.Error,
 			At: e.TS, TraceID: e.TraceID,
@@ -445,6 +450,7 @@ func (s *State) Apply(e *ledger.Event) {
 	case ledger.DeadLetterReleased:
 		if d := s.DeadLetters[e.IdempotencyKey]; d != nil {
 			delete(s.DeadLetters, e.IdempotencyKey)
+			s.deadSaved = ""
 			s.putOpen(e.IdempotencyKey, &Open{
 				ScheduleID: d.ScheduleID, Slot: d.Slot, Mode: d.Mode, Status: OpenRetry, RetryAt: e.TS,
 				TraceID: d.TraceID, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier, Released: true,
