@@ -108,6 +108,7 @@ const (
 	StatusResumed    = "resumed"
 	StatusDeleted    = "deleted"
 	StatusDropped    = "dropped"
+	StatusContinued  = "continued" // a ledger.checkpoint that continues the one before it
 	StatusStored     = "stored"
 	StatusPurged     = "purged"
 )

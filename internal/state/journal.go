@@ -214,7 +214,7 @@ func (j *Journal) Record(evs ...*ledger.Event) error {
 				seg, newMonth = j.store.Target(j.tail, main[0].TS)
 			}
 			if newMonth && !j.tail.Empty() {
-				apply = append([]*ledger.Event{j.st.Checkpoint(main[0].TS)}, main...)
+				apply = append(j.st.Checkpoint(main[0].TS), main...)
 			}
 			if err := j.append(seg, apply); err != nil {
 				return err

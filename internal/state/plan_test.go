@@ -37,7 +37,9 @@ func TestPlannedClaims(t *testing.T) {
 	}
 
 	next := New(at.Add(2 * time.Hour)) // December: replay starts from the checkpoint
-	next.Apply(s.Checkpoint(at.Add(2 * time.Hour)))
+	for _, e := range s.Checkpoint(at.Add(2 * time.Hour)) {
+		next.Apply(e)
+	}
 	if o := next.Open["a@1"]; o == nil || o.Plan == nil || !o.Plan.Started.Equal(start) || o.Runner != "job" {
 		t.Fatalf("after a checkpoint: %+v", o)
 	}

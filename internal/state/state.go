@@ -5,6 +5,7 @@ package state
 import (
 	"encoding/json"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -552,7 +553,11 @@ func (s *State) Apply(e *ledger.Event) {
 		s.schedule(e.ScheduleID).Deleted = true
 		delete(s.Known, e.ScheduleID)
 	case ledger.LedgerCheckpoint:
-		s.restore(e.Detail)
+		if e.Status == ledger.StatusContinued {
+			s.merge(e.Detail)
+		} else {
+			s.restore(e.Detail)
+		}
 	case ledger.LedgerMigrated:
 		s.Moved = moveOf(e)
 	}
@@ -627,10 +632,17 @@ func (s *State) view(now time.Time) {
 	s.dayIdx, s.dayStr = 0, ""
 }
 
+// checkpointPart bounds the detail of one checkpoint event, far below
+// ledger.MaxLine: dead letters pile up until someone releases them, so what
+// a month carries forward has no bound of its own.
+const checkpointPart = 1 << 20
+
 // Checkpoint is the ledger.checkpoint event that opens a new month: it
 // carries forward what replay of that month alone could not know, so that
-// replay reads one month, not the whole history.
-func (s *State) Checkpoint(ts time.Time) *ledger.Event {
+// replay reads one month, not the whole history. A state larger than one
+// event holds is spread over more, each with status continued, whose
+// entries replay adds to the first one's.
+func (s *State) Checkpoint(ts time.Time) []*ledger.Event {
 	snap := s.snapshot
 	snap.Done = map[string]time.Time{}
 	for k, t := range s.Done {
@@ -653,11 +665,61 @@ func (s *State) Checkpoint(ts time.Time) *ledger.Event {
 			}
 		}
 	}
-	detail, err := json.Marshal(&snap)
+	var evs []*ledger.Event
+	for i, detail := range splitSnapshot(&snap, checkpointPart) {
+		e := &ledger.Event{TS: ts, Event: ledger.LedgerCheckpoint, Status: ledger.StatusOK, Detail: detail}
+		if i > 0 {
+			e.Status = ledger.StatusContinued
+		}
+		evs = append(evs, e)
+	}
+	return evs
+}
+
+// splitSnapshot encodes snap as JSON objects of its shape of at most
+// limit bytes each (unless one entry alone is larger), splitting its maps
+// between them, in a stable order.
+func splitSnapshot(snap *snapshot, limit int) []json.RawMessage {
+	whole, err := json.Marshal(snap)
 	if err != nil {
 		panic(err) // plain data only
 	}
-	return &ledger.Event{TS: ts, Event: ledger.LedgerCheckpoint, Status: ledger.StatusOK, Detail: detail}
+	if len(whole) <= limit {
+		return []json.RawMessage{whole}
+	}
+	var fields map[string]map[string]json.RawMessage // every field of snapshot is a map with string keys
+	if err := json.Unmarshal(whole, &fields); err != nil {
+		panic(err)
+	}
+	var parts []json.RawMessage
+	part, size := map[string]map[string]json.RawMessage{}, 2
+	flush := func() {
+		b, err := json.Marshal(part)
+		if err != nil {
+			panic(err)
+		}
+		parts = append(parts, b)
+		part, size = map[string]map[string]json.RawMessage{}, 2
+	}
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
+		for _, key := range slices.Sorted(maps.Keys(fields[name])) {
+			val := fields[name][key]
+			n := len(key) + len(val) + 8 // quotes, colon, comma, and the field's own name once
+			if size+n > limit && size > 2 {
+				flush()
+			}
+			if part[name] == nil {
+				part[name] = map[string]json.RawMessage{}
+				size += len(name) + 4
+			}
+			part[name][key] = val
+			size += n
+		}
+	}
+	if size > 2 || len(parts) == 0 {
+		flush()
+	}
+	return parts
 }
 
 // unexpired keeps the token ids that could still be presented at ts: an
@@ -682,19 +744,33 @@ func (s *State) restore(detail []byte) {
 	}
 	fresh := New(s.Now)
 	fresh.Events = 1
-	maps.Copy(fresh.Schedules, snap.Schedules)
-	for k, o := range snap.Open {
-		fresh.putOpen(k, o)
-	}
-	maps.Copy(fresh.Done, snap.Done)
-	maps.Copy(fresh.DeadLetters, snap.DeadLetters)
-	maps.Copy(fresh.Approvals, snap.Approvals)
-	maps.Copy(fresh.Consumed, snap.Consumed)
-	maps.Copy(fresh.Reported, snap.Reported)
-	maps.Copy(fresh.Signatures, snap.Signatures)
-	maps.Copy(fresh.RolledBack, snap.RolledBack)
-	maps.Copy(fresh.Known, snap.Known)
-	maps.Copy(fresh.ActorRuns, snap.ActorRuns)
-	fresh.view(fresh.Now) // the newest run start
+	fresh.add(&snap)
 	*s = *fresh
+}
+
+// merge adds what a continued checkpoint carries.
+func (s *State) merge(detail []byte) {
+	var snap snapshot
+	if json.Unmarshal(detail, &snap) != nil {
+		return
+	}
+	s.deadSaved = ""
+	s.add(&snap)
+}
+
+func (s *State) add(snap *snapshot) {
+	maps.Copy(s.Schedules, snap.Schedules)
+	for k, o := range snap.Open {
+		s.putOpen(k, o)
+	}
+	maps.Copy(s.Done, snap.Done)
+	maps.Copy(s.DeadLetters, snap.DeadLetters)
+	maps.Copy(s.Approvals, snap.Approvals)
+	maps.Copy(s.Consumed, snap.Consumed)
+	maps.Copy(s.Reported, snap.Reported)
+	maps.Copy(s.Signatures, snap.Signatures)
+	maps.Copy(s.RolledBack, snap.RolledBack)
+	maps.Copy(s.Known, snap.Known)
+	maps.Copy(s.ActorRuns, snap.ActorRuns)
+	s.view(s.Now) // the newest run start
 }

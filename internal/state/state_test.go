@@ -3,8 +3,10 @@ package state
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -254,5 +256,69 @@ func TestDryJournalWritesNothing(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(root); len(entries) != 0 {
 		t.Fatalf("dry journal wrote %v", entries)
+	}
+}
+
+// TestCheckpointOfAnyState: dead letters pile up until someone releases
+// them, so what a month carries forward can outgrow a ledger line. The
+// checkpoint is then spread over events of bounded size, and replay of
+// the new month alone rebuilds the state the old month left.
+func TestCheckpointOfAnyState(t *testing.T) {
+	root := t.TempDir()
+	store := ledger.Open(root, 0)
+	nov := time.Date(2026, 11, 30, 23, 0, 0, 0, time.UTC)
+	clock := nov
+	j := NewJournal(store, New(nov), ledger.Tail{}, func() time.Time { return clock }, false)
+	why := strings.Repeat("the tool said something long about why it failed; ", 12)
+	var evs []*ledger.Event
+	for i := range 12_000 { // ~7 MB of dead letters
+		slot := nov.Add(-time.Duration(i) * time.Minute)
+		e := run(fmt.Sprintf("s%d", i%500), slot, ledger.RunDeadLettered, 1)
+		e.Attempt, e.Error = 3, why
+		evs = append(evs, e)
+	}
+	if err := j.Record(evs...); err != nil {
+		t.Fatal(err)
+	}
+	clock = time.Date(2026, 12, 1, 0, 5, 0, 0, time.UTC)
+	j.State().Now = clock
+	if err := j.Record(run("a", clock.Truncate(time.Hour), ledger.RunClaimed, 1)); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := store.Segments()
+	if len(segs) != 2 {
+		t.Fatalf("segments %v", segs)
+	}
+	parts := 0
+	if _, err := ledger.Scan(root, segs[1:], ledger.ScanOptions{Verify: true}, func(e *ledger.Event) error {
+		if e.Event == ledger.LedgerCheckpoint {
+			parts++
+			if len(e.Detail) > checkpointPart {
+				t.Errorf("checkpoint part %d holds %d bytes", parts, len(e.Detail))
+			}
+			if (e.Status == ledger.StatusContinued) != (parts > 1) {
+				t.Errorf("checkpoint part %d has status %s", parts, e.Status)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if parts < 5 {
+		t.Fatalf("%d checkpoint events for ~7 MB", parts)
+	}
+	// Break November: replay must not need it.
+	if err := os.WriteFile(filepath.Join(root, segs[0].Path), []byte("not gzip"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := ReplayEach(store, clock, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.DeadLetters) != 12_000 || len(st.Open) != 1 || st.Events != parts+1 {
+		t.Fatalf("replay of December: %d dead letters, %d open, %d events", len(st.DeadLetters), len(st.Open), st.Events)
+	}
+	if d := diffLines(observe(st), observe(j.State())); d != "" {
+		t.Fatal(d)
 	}
 }
