@@ -66,7 +66,10 @@ type fakeGit struct {
 	commitErr error
 	tracked   map[string][]byte // the remote's files at the last sync or push
 	unpushed  int               // commits since then
+	loose     gitops.Loose      // what Loose reports
 }
+
+func (g *fakeGit) Loose() gitops.Loose { return g.loose }
 
 func newGit(dir string, remote *fakeRemote) *fakeGit {
 	remote.mu.Lock()

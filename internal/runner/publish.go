@@ -151,6 +151,7 @@ func (s *session) finish(ctx context.Context) error {
 	for round := 0; ; round++ {
 		err := s.publish(ctx, "run")
 		if err == nil {
+			s.checkLoose()
 			return nil
 		}
 		if !errors.Is(err, errRaced) {
@@ -174,6 +175,23 @@ func (s *session) finish(ctx context.Context) error {
 		if err := s.reapply(pending); err != nil {
 			return s.spill(ctx, err)
 		}
+	}
+}
+
+// looseCounter is gitops.Repo's estimate of its loose objects.
+type looseCounter interface{ Loose() gitops.Loose }
+
+// checkLoose warns when the checkout holds more loose objects than git
+// would leave unpacked: go-git never packs them, and a checkout that lives
+// on grows by a ledger file per run until git does.
+func (s *session) checkLoose() {
+	lc, ok := s.r.git.(looseCounter)
+	if !ok || s.report.Commit == "" {
+		return
+	}
+	if l := lc.Loose(); l.TooLoose() {
+		s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("this checkout holds about %d loose git objects (%d MB): each run stores the ledger file it appends to in full, "+
+			"and astra does not pack them; run `git gc` here once and `git maintenance start` so git keeps packing them", l.Objects, l.Bytes/1e6))
 	}
 }
 

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -235,5 +236,22 @@ func TestErrorsHaveKinds(t *testing.T) {
 	_, err = e.runner("2026-11-22T08:00:00Z").Trigger(context.Background(), TriggerRequest{Event: "nothing.listens"})
 	if !errors.Is(err, ErrUsage) {
 		t.Fatalf("unknown event: %v", err)
+	}
+}
+
+// TestLooseObjectsWarned: go-git never packs what it writes, and each run
+// stores the ledger file it appended to in full; a checkout that lives on
+// is told to let git pack, once git's own bounds are passed.
+func TestLooseObjectsWarned(t *testing.T) {
+	e := newEnv(t, daily)
+	warned := func(rep *Report) bool {
+		return slices.ContainsFunc(rep.Warnings, func(w string) bool { return strings.Contains(w, "git maintenance start") })
+	}
+	if rep := e.runDue("2026-11-22T08:00:00Z"); warned(rep) {
+		t.Fatalf("warned with no loose objects: %q", rep.Warnings)
+	}
+	e.git.loose = gitops.Loose{Objects: 512, Bytes: 2 << 30}
+	if rep := e.runDue("2026-11-22T09:00:30Z"); !warned(rep) {
+		t.Fatalf("not warned about 2 GiB of loose objects: %q", rep.Warnings)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -207,4 +208,78 @@ func BenchmarkCheckout(b *testing.B) {
 	}
 	b.ReportMetric(sparse/1e6, "sparse-MB")
 	b.ReportMetric(full/1e6, "full-MB")
+}
+
+// gitSizes is what `git count-objects -v` says: packed and loose bytes.
+func gitSizes(b *testing.B, dir string) (pack, loose float64) {
+	b.Helper()
+	for _, l := range strings.Split(gittest.Must(b, dir, "count-objects", "-v"), "\n") {
+		if v, ok := strings.CutPrefix(l, "size-pack: "); ok {
+			kib, _ := strconv.ParseFloat(v, 64)
+			pack = kib * 1024
+		}
+		if v, ok := strings.CutPrefix(l, "size: "); ok {
+			kib, _ := strconv.ParseFloat(v, 64)
+			loose = kib * 1024
+		}
+	}
+	return pack, loose
+}
+
+// stateBytes sums the packed size (after git gc: deltas where git found
+// them) of the blobs of path prefix that commits after base brought in.
+func stateBytes(b *testing.B, dir, base, prefix string) float64 {
+	b.Helper()
+	objs := gittest.Must(b, dir, "rev-list", "--objects", base+"..HEAD", "--", prefix)
+	var ids []string
+	for _, l := range strings.Split(strings.TrimSpace(objs), "\n") {
+		if id, p, ok := strings.Cut(l, " "); ok && strings.HasPrefix(p, prefix) {
+			ids = append(ids, id)
+		}
+	}
+	cmd := exec.Command("git", "cat-file", "--batch-check=%(objectsize:disk)")
+	cmd.Dir, cmd.Stdin = dir, strings.NewReader(strings.Join(ids, "\n")+"\n")
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range strings.Fields(string(out)) {
+		n, _ := strconv.ParseFloat(f, 64)
+		total += n
+	}
+	return total
+}
+
+// BenchmarkGrowth: what a day of cron ticks (288, one every five minutes,
+// 20 tasks each) adds to a repository whose month holds 1M events, after
+// `git gc`: in all, in the ledger segments (the events themselves), and in
+// the state snapshot files. The snapshot must not make history grow by
+// more than the events do. Per month is per tick times 8,640.
+func BenchmarkGrowth(b *testing.B) {
+	const ticks = 288
+	for b.Loop() {
+		b.StopTimer()
+		repo := newBenchRepo(b, b.TempDir(), 1_000_000)
+		gittest.Must(b, repo.dir, "gc", "-q")
+		base := strings.TrimSpace(gittest.Must(b, repo.dir, "rev-parse", "HEAD"))
+		before, _ := gitSizes(b, repo.dir)
+		b.StartTimer()
+		for range ticks {
+			repo.now = repo.now.Add(5 * time.Minute)
+			repo.tick(b, repo.now)
+		}
+		b.StopTimer()
+		_, loose := gitSizes(b, repo.dir)
+		gittest.Must(b, repo.dir, "gc", "-q")
+		after, _ := gitSizes(b, repo.dir)
+		ledgerKB := stateBytes(b, repo.dir, base, "var/schedules/") / 1024 / ticks
+		stateKB := stateBytes(b, repo.dir, base, "var/state/") / 1024 / ticks
+		b.ReportMetric((after-before)/1024/ticks, "gc-KB/tick")
+		b.ReportMetric(loose/1024/ticks, "loose-KB/tick")
+		b.ReportMetric(ledgerKB, "ledger-KB/tick")
+		b.ReportMetric(stateKB, "state-KB/tick")
+		b.ReportMetric((after-before)/ticks*8640/1e6, "gc-MB/month")
+		b.StartTimer()
+	}
 }
