@@ -6,6 +6,7 @@
 package repofs
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -171,10 +172,17 @@ func ReadFile(root, rel string, max int64) ([]byte, error) {
 	}
 	defer f.Close()
 	tooLarge := &Error{Path: filepath.ToSlash(rel), Err: fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)}
-	if fi, err := f.Stat(); err == nil && fi.Size() > max {
-		return nil, tooLarge
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		if size = fi.Size(); size > max {
+			return nil, tooLarge
+		}
 	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	// Sized from the stat (with the room ReadFrom wants to see the end): a
+	// snapshot of megabytes is read without growing the buffer step by step.
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	_, err = buf.ReadFrom(io.LimitReader(f, max+1))
+	data := buf.Bytes()
 	if err != nil {
 		return nil, err
 	}

@@ -29,9 +29,10 @@ type worktreeWatch interface {
 	Changes(before *gitops.Snapshot, skip ...string) ([]string, error)
 }
 
-// astraOwned are the paths astra itself writes while tools run; no tool
-// may declare them (validate refuses var/).
-var astraOwned = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/", state.MemoryDir + "/"}
+// astraOwned are the paths astra itself writes while tools run (an
+// outcome pushed at once rewrites the snapshot); no tool may declare them
+// (validate refuses var/).
+var astraOwned = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/", state.MemoryDir + "/", state.StateDir + "/"}
 
 // maxListedWrites bounds each list in a run's WritesDetail.
 const maxListedWrites = 50

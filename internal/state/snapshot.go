@@ -23,17 +23,19 @@ import (
 // head, so its cost is what happened since the last run, not the month.
 // It holds nothing the ledger does not: it is the ledger, folded.
 const (
+	// StateDir holds the snapshot's files, relative to the repository root.
+	StateDir = "var/state"
 	// SnapshotPath is the snapshot, relative to the repository root.
-	SnapshotPath = "var/state/snapshot"
+	SnapshotPath = StateDir + "/snapshot"
 	// DeadLettersPath holds the snapshot's dead letters. Unlike the rest
 	// of the state they pile up, month after month, until a person
 	// releases them, so they are a file of their own that a run rewrites
 	// only when they changed; the snapshot names its sha256.
-	DeadLettersPath = "var/state/dead-letters"
+	DeadLettersPath = StateDir + "/dead-letters"
 	// SparsePath lists, as sparse-checkout patterns, the ledger files the
 	// next run reads and appends to: a checkout of them, the snapshot and
 	// the configuration is all a run needs.
-	SparsePath = "var/state/sparse-checkout"
+	SparsePath = StateDir + "/sparse-checkout"
 )
 
 // snapshotVersion numbers the layout of the snapshot file itself; the
