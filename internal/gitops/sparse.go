@@ -1,9 +1,13 @@
 package gitops
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"strings"
 
 	git "github.com/go-git/go-git/v5"
@@ -87,3 +91,17 @@ func (r *Repo) leftOut(path string, e *object.TreeEntry) bool {
 }
 
 func (r *Repo) hasObject(h plumbing.Hash) bool { return r.st.HasEncodedObject(h) == nil }
+
+// Widen brings what a sparse checkout left out of patterns (non-cone
+// patterns, as astra init's workflow sets them) into the worktree, with
+// `git sparse-checkout add`: in a partial clone only git itself can fetch
+// the contents left out, and a checkout can only be sparse by git's doing,
+// so git is there. It fails on a checkout that is not sparse.
+func (r *Repo) Widen(ctx context.Context, patterns ...string) error {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"sparse-checkout", "add"}, patterns...)...)
+	cmd.Dir = r.dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git sparse-checkout add %s: %v: %s", strings.Join(patterns, " "), err, bytes.TrimSpace(out))
+	}
+	return nil
+}

@@ -239,7 +239,7 @@ func (r *Runner) record(ctx context.Context, command string, build func(s *sessi
 	if err := r.pullState(ctx); err != nil {
 		return nil, err
 	}
-	s, err := r.open(command)
+	s, err := r.open(ctx, command)
 	if err != nil {
 		return nil, err
 	}

@@ -85,7 +85,7 @@ func (r *Runner) settleLocked(ctx context.Context, command string) error {
 	}
 	// Something is left: read it only from a ledger that verifies (and
 	// is repaired first with --repair).
-	s, err := r.open(command)
+	s, err := r.open(ctx, command)
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (r *Runner) replayLeftovers(ctx context.Context, command string, pending []
 	if err := r.pull(ctx); err != nil {
 		return err
 	}
-	s, err := r.open(command)
+	s, err := r.open(ctx, command)
 	if err != nil {
 		return err
 	}

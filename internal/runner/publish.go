@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -129,7 +128,7 @@ func raceBackoff(raced int) time.Duration {
 // ledgerPaths are the files and directories astra appends to; after a sync
 // they must match the branch tip. Approval tokens are not among them: on a
 // state branch they arrive on the default branch, through merged PRs.
-var ledgerPaths = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/" + ledger.ApprovalLog, state.MemoryDir + "/", path.Dir(state.SnapshotPath) + "/"}
+var ledgerPaths = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/" + ledger.ApprovalLog, state.MemoryDir + "/", state.StateDir + "/"}
 
 // pull fetches the branch astra commits to and puts its ledger files in
 // the worktree.

@@ -33,7 +33,7 @@ func (r *Runner) rollback(ctx context.Context, run string, id identity.Identity,
 	if err := r.pullState(ctx); err != nil {
 		return nil, err
 	}
-	s, err := r.open("rollback")
+	s, err := r.open(ctx, "rollback")
 	if err != nil {
 		return nil, err
 	}

@@ -121,7 +121,7 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 	}
 	raced := 0 // carried across rounds: each round opens a new session
 	for round := 0; ; round++ {
-		s, err := r.open(command)
+		s, err := r.open(ctx, command)
 		if err != nil {
 			return nil, err
 		}

@@ -141,7 +141,7 @@ type session struct {
 
 // open replays the ledger and starts a journal, repairing a broken tail
 // when asked to.
-func (r *Runner) open(command string) (*session, error) {
+func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	now := r.opts.Clock().UTC()
 	store := ledger.Open(r.opts.Root, r.opts.SegmentSize)
 	s := &session{r: r, now: now, report: &Report{Command: command, Now: now, DryRun: r.opts.DryRun}}
@@ -149,6 +149,9 @@ func (r *Runner) open(command string) (*session, error) {
 		s.report.Warnings = append(s.report.Warnings, "without git (--no-git, or not a git repository): the ledger in var/ was written, but nothing is committed or pushed")
 	}
 	st, tail, err := state.Replay(store, now)
+	if errors.Is(err, state.ErrIncomplete) && !r.opts.DryRun {
+		st, tail, err = r.widen(ctx, store, s, err)
+	}
 	var ce *ledger.CorruptError
 	if errors.As(err, &ce) && r.opts.Repair && !r.opts.DryRun {
 		if s.report.Repaired, err = RepairLedger(r.opts.Root, r.opts.SegmentSize, r.opts.Clock, r.sizes()); err != nil {
@@ -171,6 +174,29 @@ func (r *Runner) open(command string) (*session, error) {
 	}
 	s.j = state.NewJournal(store, st, tail, r.opts.Clock, r.opts.DryRun)
 	return s, nil
+}
+
+// widener is gitops.Repo in a sparse checkout.
+type widener interface {
+	Widen(ctx context.Context, patterns ...string) error
+}
+
+// widen recovers a sparse checkout whose snapshot cannot stand in for the
+// month (another astra version wrote it, or it was damaged): without the
+// month's ledger files no run could record anything, and none would ever
+// write a snapshot again. It fetches them once and replays.
+func (r *Runner) widen(ctx context.Context, store *ledger.Store, s *session, incomplete error) (*state.State, ledger.Tail, error) {
+	w, ok := r.git.(widener)
+	if !ok {
+		return nil, ledger.Tail{}, incomplete
+	}
+	pattern := "/" + ledger.Dir + "/"
+	if err := w.Widen(ctx, pattern); err != nil {
+		return nil, ledger.Tail{}, fmt.Errorf("%w (fetching the ledger files failed: %v)", incomplete, err)
+	}
+	s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("this sparse checkout did not hold the month's ledger files a replay needs, so they were fetched once "+
+		"(git sparse-checkout add %s); the snapshot this run writes lets the next run start from it again", pattern))
+	return state.Replay(store, s.now)
 }
 
 // GitSizes says how much of a ledger file git already holds (committed on

@@ -167,3 +167,38 @@ func TestSparseCheckoutRuns(t *testing.T) {
 		t.Fatalf("tick in the replayed ledger: %+v", sc)
 	}
 }
+
+// TestSparseCheckoutUnusableSnapshot: after an upgrade that changes the
+// snapshot's layout (or with a damaged snapshot), the init workflow's
+// checkout holds neither a usable snapshot nor the month. The run fetches
+// the month's ledger files once, replays them and writes a snapshot the
+// next checkout starts from, instead of failing every tick from then on.
+func TestSparseCheckoutUnusableSnapshot(t *testing.T) {
+	bare, last := month(t, 15_000)
+	dir := sparseCheckout(t, bare)
+	snap := filepath.Join(dir, state.SnapshotPath)
+	data, err := os.ReadFile(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := strings.Replace(string(data), "astra-state\t2\t", "astra-state\t1\t", 1) // as an older astra wrote it
+	if err := os.WriteFile(snap, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Must(t, dir, "commit", "-qam", "an older snapshot")
+	gittest.Must(t, dir, "push", "-q", "origin", "main")
+
+	rep := tick(t, dir, last.Add(7*time.Minute))
+	warned := strings.Join(rep.Warnings, "\n")
+	if !rep.Pushed || rep.Count(ActionRan) != 1 || !strings.Contains(warned, "written by another version of astra") || !strings.Contains(warned, "git sparse-checkout add /var/schedules/") {
+		t.Fatalf("run with an unusable snapshot: pushed %v, outcomes %+v, warnings %q", rep.Pushed, rep.Outcomes, rep.Warnings)
+	}
+	next := sparseCheckout(t, bare)
+	rep = tick(t, next, last.Add(12*time.Minute))
+	if !rep.Pushed || rep.Count(ActionRan) != 1 || len(rep.Warnings) > 0 {
+		t.Fatalf("the next sparse run: pushed %v, outcomes %+v, warnings %q", rep.Pushed, rep.Outcomes, rep.Warnings)
+	}
+	if segs, _ := ledger.Open(next, sparseSegment).Segments(); len(segs) > 2 {
+		t.Fatalf("the next checkout holds %d ledger files", len(segs))
+	}
+}
