@@ -189,15 +189,7 @@ func TestCheckpointBoundsReplay(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	clock = time.Date(2026, 12, 1, 0, 5, 0, 0, time.UTC)
-	j.State().Now = clock
-	if err := j.Record(run("a", clock.Truncate(time.Hour), ledger.RunClaimed, 1)); err != nil {
-		t.Fatal(err)
-	}
-	segs, _ := store.Segments()
-	if len(segs) != 2 {
-		t.Fatalf("segments %v", segs)
-	}
+	segs := intoDecember(t, j, store, &clock)
 	first, err := ledger.First(root, segs[1])
 	if err != nil || first.Event != ledger.LedgerCheckpoint {
 		t.Fatalf("December does not open with a checkpoint: %+v %v", first, err)
@@ -219,6 +211,22 @@ func TestCheckpointBoundsReplay(t *testing.T) {
 	if st.Spend.Month != 0 {
 		t.Fatalf("November's spend counted in December: %v", st.Spend.Month)
 	}
+}
+
+// intoDecember records a claim on 1 December, which opens the month's
+// file with a checkpoint, and returns the two months' files.
+func intoDecember(t *testing.T, j *Journal, store *ledger.Store, clock *time.Time) []ledger.Segment {
+	t.Helper()
+	*clock = time.Date(2026, 12, 1, 0, 5, 0, 0, time.UTC)
+	j.State().Now = *clock
+	if err := j.Record(run("a", clock.Truncate(time.Hour), ledger.RunClaimed, 1)); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := store.Segments()
+	if len(segs) != 2 {
+		t.Fatalf("segments %v", segs)
+	}
+	return segs
 }
 
 // TestPerDayBudgetResets: seed 000 RunBudget: consumed counts successful
@@ -280,15 +288,7 @@ func TestCheckpointOfAnyState(t *testing.T) {
 	if err := j.Record(evs...); err != nil {
 		t.Fatal(err)
 	}
-	clock = time.Date(2026, 12, 1, 0, 5, 0, 0, time.UTC)
-	j.State().Now = clock
-	if err := j.Record(run("a", clock.Truncate(time.Hour), ledger.RunClaimed, 1)); err != nil {
-		t.Fatal(err)
-	}
-	segs, _ := store.Segments()
-	if len(segs) != 2 {
-		t.Fatalf("segments %v", segs)
-	}
+	segs := intoDecember(t, j, store, &clock)
 	parts := 0
 	if _, err := ledger.Scan(root, segs[1:], ledger.ScanOptions{Verify: true}, func(e *ledger.Event) error {
 		if e.Event == ledger.LedgerCheckpoint {
