@@ -50,7 +50,7 @@ func TestPending(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"a.token", "README.md"} {
+	for _, name := range []string{"a.token", "C.token", "README.md"} {
 		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func TestPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids, err := Pending(repo)
-	if err != nil || len(ids) != 2 || !ids["a"] || !ids["b"] {
+	if err != nil || len(ids) != 3 || !ids["a"] || !ids["b"] || !ids["c"] {
 		t.Fatalf("pending: %v %v", ids, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {

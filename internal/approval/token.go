@@ -139,8 +139,9 @@ func Read(repo, scheduleID string) ([]byte, error) {
 	return raw, err
 }
 
-// Pending names the schedules whose token file is present: one listing
-// instead of a look per schedule. Read says what each one is.
+// Pending names, lower-cased, the schedules whose token file may be
+// present: one listing instead of a look per schedule (on a file system
+// that ignores case, Deploy.token is deploy's). Read says what each is.
 func Pending(repo string) (map[string]bool, error) {
 	entries, err := repofs.ReadDir(repo, pendingDir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -152,7 +153,7 @@ func Pending(repo string) (map[string]bool, error) {
 	ids := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		if id, ok := strings.CutSuffix(e.Name(), ".token"); ok {
-			ids[id] = true
+			ids[strings.ToLower(id)] = true
 		}
 	}
 	return ids, nil

@@ -97,7 +97,7 @@ file:line and exits 1; a clean ledger exits 0.`,
 				res.Events, res.Note = check.Seq, check.Note
 				if err != nil {
 					bad = true
-					res.Error, res.Hint = err.Error(), "Runs start from the snapshot, so fix it: delete it (the next run replays the month and writes it anew) or restore it with `git checkout -- "+state.SnapshotPath+"`."
+					res.Error, res.Hint = err.Error(), "Runs start from the snapshot, so fix it: delete "+state.SnapshotPath+" (the next run replays the month and writes it and "+state.DeadLettersPath+" anew) or restore both with `git checkout -- "+state.StateDir+"/`."
 				}
 				results = append(results, res)
 			}

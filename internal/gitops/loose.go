@@ -1,12 +1,12 @@
 package gitops
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 )
 
-// Loose is an estimate of a repository's loose objects, made as `git gc
-// --auto` makes it: one object directory (objects/17) sampled, times 256.
+// Loose is how many loose objects a repository holds, and their bytes.
 type Loose struct {
 	Objects int
 	Bytes   int64
@@ -21,9 +21,25 @@ const (
 	LooseByteLimit   = 1 << 30
 )
 
-// Loose estimates the loose objects of the repository.
+// Loose estimates the loose objects of the repository from one sampled
+// directory, and counts them all when the sample says they are past git's
+// bounds: one large blob in the sample would otherwise pass for a gigabyte.
 func (r *Repo) Loose() Loose {
-	entries, err := os.ReadDir(filepath.Join(r.commonDir, "objects", "17"))
+	l := r.looseIn("17")
+	if est := (Loose{Objects: l.Objects * 256, Bytes: l.Bytes * 256}); !est.TooLoose() {
+		return est
+	}
+	var all Loose
+	for i := range 256 {
+		d := r.looseIn(fmt.Sprintf("%02x", i))
+		all.Objects, all.Bytes = all.Objects+d.Objects, all.Bytes+d.Bytes
+	}
+	return all
+}
+
+// looseIn counts the loose objects in one object directory.
+func (r *Repo) looseIn(dir string) Loose {
+	entries, err := os.ReadDir(filepath.Join(r.commonDir, "objects", dir))
 	if err != nil {
 		return Loose{}
 	}
@@ -33,8 +49,8 @@ func (r *Repo) Loose() Loose {
 			continue
 		}
 		if fi, err := e.Info(); err == nil {
-			l.Objects += 256
-			l.Bytes += 256 * fi.Size()
+			l.Objects++
+			l.Bytes += fi.Size()
 		}
 	}
 	return l

@@ -92,16 +92,25 @@ func (r *Repo) leftOut(path string, e *object.TreeEntry) bool {
 
 func (r *Repo) hasObject(h plumbing.Hash) bool { return r.st.HasEncodedObject(h) == nil }
 
-// Widen brings what a sparse checkout left out of patterns (non-cone
-// patterns, as astra init's workflow sets them) into the worktree, with
-// `git sparse-checkout add`: in a partial clone only git itself can fetch
+// Widen brings what a sparse checkout left out of pattern (a non-cone
+// pattern, as astra init's workflow sets them) into the worktree, with
+// `git sparse-checkout add`; a cone-mode checkout, which takes whole
+// directories only, gets dir. In a partial clone only git itself can fetch
 // the contents left out, and a checkout can only be sparse by git's doing,
 // so git is there. It fails on a checkout that is not sparse.
-func (r *Repo) Widen(ctx context.Context, patterns ...string) error {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"sparse-checkout", "add"}, patterns...)...)
+func (r *Repo) Widen(ctx context.Context, dir, pattern string) error {
+	err := r.sparseAdd(ctx, pattern)
+	if err != nil && strings.Contains(err.Error(), "specify directories") {
+		err = r.sparseAdd(ctx, dir)
+	}
+	return err
+}
+
+func (r *Repo) sparseAdd(ctx context.Context, arg string) error {
+	cmd := exec.CommandContext(ctx, "git", "sparse-checkout", "add", arg)
 	cmd.Dir = r.dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("git sparse-checkout add %s: %v: %s", strings.Join(patterns, " "), err, bytes.TrimSpace(out))
+		return fmt.Errorf("git sparse-checkout add %s: %v: %s", arg, err, bytes.TrimSpace(out))
 	}
 	return nil
 }

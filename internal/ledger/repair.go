@@ -203,6 +203,13 @@ func (s *Store) Repair(segs []Segment, bad *CorruptError, opts ...RepairOptions)
 		if err != nil || string(prev) != prevHash || (prevSeq > 0 && e.Seq != prevSeq+1) {
 			break
 		}
+		if e.Event == LedgerCheckpoint {
+			// A month's checkpoint may span several lines of this member
+			// (continued parts): kept whole or not at all, never cut
+			// short into a state that silently lacks the rest.
+			keep, salvaged = nil, 0
+			break
+		}
 		keep = append(append(keep, line...), '\n')
 		prevHash, prevSeq = lineHash(line), e.Seq
 		salvaged++

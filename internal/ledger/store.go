@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -192,6 +193,15 @@ func (s *Store) Target(t Tail, now time.Time) (seg Segment, newMonth bool) {
 		return Segment{Path: s.SegmentPath(last.Month, last.Index+1), Month: last.Month, Index: last.Index + 1}, false
 	}
 	return last, false
+}
+
+// Room is how many more bytes seg takes before the next append rolls over
+// to a new segment.
+func (s *Store) Room(seg Segment) int64 {
+	if s.single != "" {
+		return math.MaxInt64
+	}
+	return s.segmentSize - seg.Size
 }
 
 // MaxLine bounds one ledger line, written or read: a file that inflates

@@ -50,7 +50,7 @@ func (s *session) checkApprovals(ctx context.Context) error {
 				return err
 			}
 		}
-		if listErr == nil && !pending[sc.ID] {
+		if listErr == nil && !pending[strings.ToLower(sc.ID)] {
 			continue
 		}
 		if err := s.checkTokenFile(sc); err != nil {

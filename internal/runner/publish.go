@@ -87,6 +87,7 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	if err != nil {
 		return infraf("committing the ledger: %w", err)
 	}
+	s.j.Committed()
 	if changed {
 		s.report.Commit, s.report.Pushed = hash, false
 	}

@@ -178,24 +178,26 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 
 // widener is gitops.Repo in a sparse checkout.
 type widener interface {
-	Widen(ctx context.Context, patterns ...string) error
+	Widen(ctx context.Context, dir, pattern string) error
 }
 
 // widen recovers a sparse checkout whose snapshot cannot stand in for the
 // month (another astra version wrote it, or it was damaged): without the
 // month's ledger files no run could record anything, and none would ever
-// write a snapshot again. It fetches them once and replays.
+// write a snapshot again. It fetches the files of the newest month (which
+// opens with a checkpoint, or is the ledger's first) once and replays.
 func (r *Runner) widen(ctx context.Context, store *ledger.Store, s *session, incomplete error) (*state.State, ledger.Tail, error) {
 	w, ok := r.git.(widener)
-	if !ok {
+	segs, err := store.Segments()
+	if !ok || err != nil || len(segs) == 0 {
 		return nil, ledger.Tail{}, incomplete
 	}
-	pattern := "/" + ledger.Dir + "/"
-	if err := w.Widen(ctx, pattern); err != nil {
+	pattern := "/" + ledger.Dir + "/" + segs[len(segs)-1].Month + ".*"
+	if err := w.Widen(ctx, ledger.Dir, pattern); err != nil {
 		return nil, ledger.Tail{}, fmt.Errorf("%w (fetching the ledger files failed: %v)", incomplete, err)
 	}
 	s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("this sparse checkout did not hold the month's ledger files a replay needs, so they were fetched once "+
-		"(git sparse-checkout add %s); the snapshot this run writes lets the next run start from it again", pattern))
+		"(git sparse-checkout add %s); the snapshot this run writes lets the next fresh checkout start from it again", pattern))
 	return state.Replay(store, s.now)
 }
 

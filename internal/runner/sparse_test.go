@@ -190,7 +190,7 @@ func TestSparseCheckoutUnusableSnapshot(t *testing.T) {
 
 	rep := tick(t, dir, last.Add(7*time.Minute))
 	warned := strings.Join(rep.Warnings, "\n")
-	if !rep.Pushed || rep.Count(ActionRan) != 1 || !strings.Contains(warned, "written by another version of astra") || !strings.Contains(warned, "git sparse-checkout add /var/schedules/") {
+	if !rep.Pushed || rep.Count(ActionRan) != 1 || !strings.Contains(warned, "written by another version of astra") || !strings.Contains(warned, "git sparse-checkout add /var/schedules/2026-11.*") {
 		t.Fatalf("run with an unusable snapshot: pushed %v, outcomes %+v, warnings %q", rep.Pushed, rep.Outcomes, rep.Warnings)
 	}
 	next := sparseCheckout(t, bare)

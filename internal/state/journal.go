@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/astra-gitops/astra/internal/ledger"
@@ -94,6 +95,7 @@ type side struct {
 	tail  *ledger.Tail // read on first use
 	copy  func(k ledger.Kind) bool
 	only  func(k ledger.Kind) bool // kept out of the main ledger
+	held  []*ledger.Event          // its copies of what a Batch holds
 }
 
 // Journal records events: it appends them to the ledger (and to the side
@@ -109,6 +111,9 @@ type Journal struct {
 	recorded []*ledger.Event
 	files    []string
 	saved    ledger.Tail // the head of the snapshot on disk, when it is the state's
+	// The snapshot's pair (see SaveSnapshot): pending until a commit holds
+	// it, committed from then on.
+	pairPending, pairCommitted bool
 
 	// While Batch runs, ledger lines are chained, applied and held here
 	// instead of written: one gzip member and one fsync for the batch.
@@ -168,13 +173,25 @@ func (j *Journal) Recorded() []*ledger.Event { return j.recorded }
 func (j *Journal) Files() []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, p := range j.files {
+	files := j.files
+	if j.pairPending {
+		files = append(slices.Clip(files), DeadLettersPath)
+	}
+	for _, p := range files {
 		if !seen[p] {
 			seen[p] = true
 			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// Committed says that a commit now holds Files: the snapshot's pair need
+// not be looked at again unless it changes.
+func (j *Journal) Committed() {
+	if j.pairPending {
+		j.pairPending, j.pairCommitted = false, true
+	}
 }
 
 // Record stamps, appends and applies events, as one gzip member per file.
@@ -207,7 +224,9 @@ func (j *Journal) Record(evs ...*ledger.Event) error {
 	if !j.dry {
 		if len(main) > 0 {
 			seg, newMonth := j.store.Target(j.tail, main[0].TS)
-			if len(j.held) > 0 && seg.Path != j.heldSeg.Path {
+			// Held lines count, uncompressed (more than they will take),
+			// towards the segment's size: a batch rolls over like appends.
+			if len(j.held) > 0 && (seg.Path != j.heldSeg.Path || int64(len(j.held)) >= j.store.Room(seg)) {
 				if err := j.Flush(); err != nil {
 					return err
 				}
@@ -261,31 +280,46 @@ func (j *Journal) append(seg ledger.Segment, evs []*ledger.Event) error {
 // them; what a kill loses is only what no one outside the process has
 // seen. fn must Flush before anything outside the process acts on a held
 // event (a pull request that names it, a push, a tool).
-func (j *Journal) Batch(fn func() error) error {
+func (j *Journal) Batch(fn func() error) (err error) {
 	if j.holding {
 		return fn()
 	}
 	j.holding = true
-	err := fn()
-	j.holding = false
-	if ferr := j.Flush(); err == nil {
-		err = ferr
-	}
-	return err
+	defer func() {
+		j.holding = false
+		if ferr := j.Flush(); err == nil {
+			err = ferr
+		}
+	}()
+	return fn()
 }
 
-// Flush writes the lines Batch holds.
+// Flush writes what Batch holds: the ledger's lines, then the side logs'
+// copies.
 func (j *Journal) Flush() error {
-	if j.broken != nil || len(j.held) == 0 {
+	if j.broken != nil {
 		return j.broken
 	}
-	seg, err := j.store.AppendLines(j.heldSeg, j.held)
-	if err != nil {
-		j.broken = fmt.Errorf("writing the run's decisions to %s: %w", j.heldSeg.Path, err)
-		return j.broken
+	if len(j.held) > 0 {
+		seg, err := j.store.AppendLines(j.heldSeg, j.held)
+		if err != nil {
+			j.broken = fmt.Errorf("writing the run's decisions to %s: %w", j.heldSeg.Path, err)
+			return j.broken
+		}
+		j.held = j.held[:0]
+		j.tail.Segment = seg
 	}
-	j.held = j.held[:0]
-	j.tail.Segment = seg
+	for _, sd := range j.sides {
+		if len(sd.held) == 0 {
+			continue
+		}
+		out := sd.held
+		sd.held = nil
+		if err := j.writeSide(sd, out); err != nil {
+			j.broken = fmt.Errorf("writing the run's decisions to %s: %w", sd.store.Dir(), err)
+			return j.broken
+		}
+	}
 	return nil
 }
 
@@ -311,6 +345,17 @@ func (j *Journal) appendSide(sd *side, evs []*ledger.Event) error {
 	if len(out) == 0 {
 		return nil
 	}
+	if j.holding {
+		// After the ledger's own lines, never before: a side log must not
+		// hold what a kill takes from the ledger.
+		sd.held = append(sd.held, out...)
+		return nil
+	}
+	return j.writeSide(sd, out)
+}
+
+// writeSide appends out to a side log.
+func (j *Journal) writeSide(sd *side, out []*ledger.Event) error {
 	if sd.tail == nil {
 		segs, err := sd.store.Segments()
 		if err != nil {

@@ -160,8 +160,13 @@ func TestDeadLettersRewrittenOnlyWhenChanged(t *testing.T) {
 		e.Attempt, e.Error = 3, "failed 3 times"
 		return e
 	}
-	session := func(evs ...*ledger.Event) []string {
+	deadFile := filepath.Join(root, DeadLettersPath)
+	old := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	// session records evs and saves the snapshot; it says whether the dead
+	// letters' file was written (its time moved).
+	session := func(evs ...*ledger.Event) (rewritten bool) {
 		t.Helper()
+		os.Chtimes(deadFile, old, old)
 		st, tail, err := Replay(store, now)
 		if err != nil {
 			t.Fatal(err)
@@ -173,20 +178,106 @@ func TestDeadLettersRewrittenOnlyWhenChanged(t *testing.T) {
 		if err := j.SaveSnapshot(); err != nil {
 			t.Fatal(err)
 		}
+		if !slices.Contains(j.Files(), DeadLettersPath) || !slices.Contains(j.Files(), SnapshotPath) {
+			t.Fatalf("the snapshot's pair is not in the commit: %v", j.Files())
+		}
 		now = now.Add(5 * time.Minute)
-		return j.Files()
+		fi, err := os.Stat(deadFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !fi.ModTime().Equal(old)
 	}
-	wrote := func(files []string) bool { return slices.Contains(files, DeadLettersPath) }
-	if files := session(dead("a")); !wrote(files) {
-		t.Fatalf("the first snapshot has no dead letters' file: %v", files)
+	if !session(dead("a")) {
+		t.Fatal("the first snapshot wrote no dead letters' file")
 	}
-	if files := session(run("b", now, ledger.RunClaimed, 1)); wrote(files) || !slices.Contains(files, SnapshotPath) {
-		t.Fatalf("a run that changed no dead letter wrote %v", files)
+	if session(run("b", now, ledger.RunClaimed, 1)) {
+		t.Fatal("a run that changed no dead letter rewrote their file")
 	}
-	if files := session(dead("c")); !wrote(files) {
-		t.Fatalf("a new dead letter was not written: %v", files)
+	if !session(dead("c")) {
+		t.Fatal("a new dead letter was not written")
 	}
 	if _, err := VerifySnapshot(store); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// count is how many events of kind a log holds.
+func count(t *testing.T, s *ledger.Store, kind ledger.Kind) int {
+	t.Helper()
+	segs, err := s.Segments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	if _, err := ledger.Scan(s.Root(), segs, ledger.ScanOptions{}, func(e *ledger.Event) error {
+		if e.Event == kind {
+			n++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestBatchHoldsSideLogs: the approval log's copy of a held event is held
+// too, and written after the ledger's line: a kill before the flush must
+// not leave the approval log saying an approval was used while the ledger
+// does not (the next run would use it again).
+func TestBatchHoldsSideLogs(t *testing.T) {
+	root := t.TempDir()
+	store, alog := ledger.Open(root, 0), ledger.OpenApprovalLog(root)
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	consumed := run("a", now, ledger.ApprovalConsumed, 1)
+	consumed.Status = ledger.StatusConsumed
+	j := NewJournal(store, New(now), ledger.Tail{}, func() time.Time { return now }, false)
+	err := j.Batch(func() error {
+		if err := j.Record(run("a", now, ledger.RunClaimed, 1), consumed); err != nil {
+			return err
+		}
+		if l, a := count(t, store, ledger.ApprovalConsumed), count(t, alog, ledger.ApprovalConsumed); l != 0 || a != 0 {
+			t.Fatalf("inside the batch: the ledger has %d approval.consumed, the approval log %d", l, a)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, a := count(t, store, ledger.ApprovalConsumed), count(t, alog, ledger.ApprovalConsumed); l != 1 || a != 1 {
+		t.Fatalf("after the batch: the ledger has %d approval.consumed, the approval log %d", l, a)
+	}
+}
+
+// TestBatchRollsOver: held lines count towards the segment's size, so a
+// large batch rolls over to new segments as single appends do.
+func TestBatchRollsOver(t *testing.T) {
+	root := t.TempDir()
+	const size = 16 << 10
+	store := ledger.Open(root, size)
+	now := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	j := NewJournal(store, New(now), ledger.Tail{}, func() time.Time { return now }, false)
+	err := j.Batch(func() error {
+		for i := range 3000 {
+			if err := j.Record(run("b", now.Add(-time.Duration(i)*time.Hour), ledger.RunClaimed, 1)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := store.Segments()
+	if len(segs) < 3 {
+		t.Fatalf("%d segments for a batch several times segment_size", len(segs))
+	}
+	for _, s := range segs {
+		if s.Size > 2*size {
+			t.Fatalf("segment %s is %d bytes with segment_size %d", s.Path, s.Size, size)
+		}
+	}
+	if _, err := ledger.Verify(root, segs); err != nil {
 		t.Fatal(err)
 	}
 }

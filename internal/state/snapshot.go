@@ -268,6 +268,11 @@ func (j *Journal) SaveSnapshot() error {
 	if err := j.writeIfChanged(SnapshotPath, data); err != nil {
 		return err
 	}
+	// The pair goes into the journal's first commit together even when the
+	// dead letters' file was not rewritten: a run killed before its commit
+	// leaves a pair the branch does not hold, which the next run loads and
+	// must commit. Later commits hold it already (see Committed).
+	j.pairPending = !j.pairCommitted
 	if err := j.writeIfChanged(SparsePath, j.sparse()); err != nil {
 		return err
 	}

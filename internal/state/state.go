@@ -704,7 +704,8 @@ func splitSnapshot(snap *snapshot, limit int) []json.RawMessage {
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		for _, key := range slices.Sorted(maps.Keys(fields[name])) {
 			val := fields[name][key]
-			n := len(key) + len(val) + 8 // quotes, colon, comma, and the field's own name once
+			k, _ := json.Marshal(key)  // as written: escapes make a free-text key longer
+			n := len(k) + len(val) + 2 // colon, comma
 			if size+n > limit && size > 2 {
 				flush()
 			}

@@ -322,3 +322,20 @@ func TestCheckpointOfAnyState(t *testing.T) {
 		t.Fatal(d)
 	}
 }
+
+// TestCheckpointPartsWithEscapedKeys: a part is sized as JSON writes it,
+// where a free-text idempotency key's '<' takes six bytes: no part may
+// outgrow its bound (and with it a ledger line).
+func TestCheckpointPartsWithEscapedKeys(t *testing.T) {
+	snap := emptySnapshot()
+	at := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	for i := range 1500 {
+		snap.Done[fmt.Sprintf("s@event:e:%d%s", i, strings.Repeat("<", 1000))] = at
+	}
+	parts := splitSnapshot(&snap, checkpointPart)
+	for i, p := range parts {
+		if len(p) > checkpointPart {
+			t.Fatalf("part %d of %d is %d bytes, over %d", i, len(parts), len(p), checkpointPart)
+		}
+	}
+}
