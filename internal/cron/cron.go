@@ -246,7 +246,14 @@ func (s *Spec) Prev(t time.Time) time.Time {
 	}
 	day := civil(t.In(s.loc)).AddDate(0, 0, 1)
 	var best time.Time
-	for range searchDays {
+	for n := 0; n < searchDays; n++ {
+		if best.IsZero() && s.f.month&(1<<day.Month()) == 0 {
+			// No slot this month: on to the last day of the month before
+			// (a yearly schedule would otherwise walk back day by day).
+			n += day.Day() - 1
+			day = time.Date(day.Year(), day.Month(), 0, 0, 0, 0, 0, time.UTC)
+			continue
+		}
 		found := !best.IsZero()
 		slots := s.daySlots(day)
 		for j := len(slots) - 1; j >= 0; j-- {

@@ -233,7 +233,8 @@ func TestCronie(t *testing.T) {
 // TestPrevInvertsNext: Prev(Next(t)) == Next(t) and nothing lies between
 // Prev(t) and t, across DST nights.
 func TestPrevInvertsNext(t *testing.T) {
-	exprs := []string{"30 2 * * *", "0 9 * * *", "*/30 * * * *", "30 1 * * *", "0 0 1 * 5", "15 */3 * * *", "0,30 2 * * *", "*/20 2 * * *"}
+	exprs := []string{"30 2 * * *", "0 9 * * *", "*/30 * * * *", "30 1 * * *", "0 0 1 * 5", "15 */3 * * *", "0,30 2 * * *", "*/20 2 * * *",
+		"0 9 1 1 *", "30 2 29 2 *", "30 2 * 3,10 0", "15 1 31 */2 *"} // months skipped whole
 	zones := []string{"UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"}
 	starts := []string{"2026-03-07T00:00:00Z", "2026-03-28T00:00:00Z", "2026-10-24T00:00:00Z", "2026-10-31T00:00:00Z", "2026-04-04T00:00:00Z"}
 	for _, z := range zones {
