@@ -2,10 +2,8 @@ package state
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,19 +21,7 @@ func TestTornCheckpointNotSalvaged(t *testing.T) {
 	nov := time.Date(2026, 11, 30, 23, 0, 0, 0, time.UTC)
 	clock := nov
 	j := NewJournal(store, New(nov), ledger.Tail{}, func() time.Time { return clock }, false)
-	why := strings.Repeat("the tool said something long about why it failed; ", 12)
-	var evs []*ledger.Event
-	for i := range 12_000 {
-		slot := nov.Add(-time.Duration(i) * time.Minute)
-		e := run(fmt.Sprintf("s%d", i%500), slot, ledger.RunDeadLettered, 1)
-		e.Attempt, e.Error = 3, why
-		evs = append(evs, e)
-	}
-	// a live claim of another schedule, running now
-	evs = append(evs, run("zz", nov, ledger.RunClaimed, 1))
-	if err := j.Record(evs...); err != nil {
-		t.Fatal(err)
-	}
+	recordDeadLetters(t, j, nov, run("zz", nov, ledger.RunClaimed, 1)) // and a live claim of another schedule
 	segs := intoDecember(t, j, store, &clock)
 	want := j.State()
 	// kill during the write of December's first member: cut the file

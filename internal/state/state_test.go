@@ -213,6 +213,23 @@ func TestCheckpointBoundsReplay(t *testing.T) {
 	}
 }
 
+// recordDeadLetters records 12,000 dead letters with long errors before
+// at (~7 MB of state: a checkpoint of several parts), then extra.
+func recordDeadLetters(t *testing.T, j *Journal, at time.Time, extra ...*ledger.Event) {
+	t.Helper()
+	why := strings.Repeat("the tool said something long about why it failed; ", 12)
+	var evs []*ledger.Event
+	for i := range 12_000 {
+		slot := at.Add(-time.Duration(i) * time.Minute)
+		e := run(fmt.Sprintf("s%d", i%500), slot, ledger.RunDeadLettered, 1)
+		e.Attempt, e.Error = 3, why
+		evs = append(evs, e)
+	}
+	if err := j.Record(append(evs, extra...)...); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // intoDecember records a claim on 1 December, which opens the month's
 // file with a checkpoint, and returns the two months' files.
 func intoDecember(t *testing.T, j *Journal, store *ledger.Store, clock *time.Time) []ledger.Segment {
@@ -277,17 +294,7 @@ func TestCheckpointOfAnyState(t *testing.T) {
 	nov := time.Date(2026, 11, 30, 23, 0, 0, 0, time.UTC)
 	clock := nov
 	j := NewJournal(store, New(nov), ledger.Tail{}, func() time.Time { return clock }, false)
-	why := strings.Repeat("the tool said something long about why it failed; ", 12)
-	var evs []*ledger.Event
-	for i := range 12_000 { // ~7 MB of dead letters
-		slot := nov.Add(-time.Duration(i) * time.Minute)
-		e := run(fmt.Sprintf("s%d", i%500), slot, ledger.RunDeadLettered, 1)
-		e.Attempt, e.Error = 3, why
-		evs = append(evs, e)
-	}
-	if err := j.Record(evs...); err != nil {
-		t.Fatal(err)
-	}
+	recordDeadLetters(t, j, nov)
 	segs := intoDecember(t, j, store, &clock)
 	parts := 0
 	if _, err := ledger.Scan(root, segs[1:], ledger.ScanOptions{Verify: true}, func(e *ledger.Event) error {
