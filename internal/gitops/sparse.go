@@ -109,6 +109,7 @@ func (r *Repo) Widen(ctx context.Context, dir, pattern string) error {
 func (r *Repo) sparseAdd(ctx context.Context, arg string) error {
 	cmd := exec.CommandContext(ctx, "git", "sparse-checkout", "add", arg)
 	cmd.Dir = r.dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C") // Widen reads git's message
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("git sparse-checkout add %s: %v: %s", arg, err, bytes.TrimSpace(out))
 	}

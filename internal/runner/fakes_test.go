@@ -67,6 +67,7 @@ type fakeGit struct {
 	tracked   map[string][]byte // the remote's files at the last sync or push
 	unpushed  int               // commits since then
 	loose     gitops.Loose      // what Loose reports
+	leftOut   map[string]bool   // files a sparse checkout left out: Drift skips them, as gitops does
 }
 
 func (g *fakeGit) Loose() gitops.Loose { return g.loose }
@@ -239,7 +240,7 @@ func (g *fakeGit) Drift(prefix string) (gitops.Drift, error) {
 	var d gitops.Drift
 	seen := map[string]bool{}
 	for p, want := range g.local {
-		if p != prefix && !strings.HasPrefix(p, prefix) {
+		if p != prefix && !strings.HasPrefix(p, prefix) || g.leftOut[p] {
 			continue
 		}
 		seen[p] = true

@@ -150,7 +150,9 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	}
 	st, tail, err := state.Replay(store, now)
 	if errors.Is(err, state.ErrIncomplete) && !r.opts.DryRun {
-		st, tail, err = r.widen(ctx, store, s, err)
+		if st, tail, err = r.widen(ctx, store, s, err); errors.Is(err, ErrInfra) {
+			return nil, err
+		}
 	}
 	var ce *ledger.CorruptError
 	if errors.As(err, &ce) && r.opts.Repair && !r.opts.DryRun {
@@ -194,7 +196,8 @@ func (r *Runner) widen(ctx context.Context, store *ledger.Store, s *session, inc
 	}
 	pattern := "/" + ledger.Dir + "/" + segs[len(segs)-1].Month + ".*"
 	if err := w.Widen(ctx, ledger.Dir, pattern); err != nil {
-		return nil, ledger.Tail{}, fmt.Errorf("%w (fetching the ledger files failed: %v)", incomplete, err)
+		// The remote or the network, most likely: the next run tries again.
+		return nil, ledger.Tail{}, infraf("%w; fetching the month's ledger files for it failed: %s", incomplete, r.opts.Redact.String(err.Error()))
 	}
 	s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("this sparse checkout did not hold the month's ledger files a replay needs, so they were fetched once "+
 		"(git sparse-checkout add %s); the snapshot this run writes lets the next fresh checkout start from it again", pattern))

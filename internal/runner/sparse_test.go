@@ -1,7 +1,10 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -200,5 +203,47 @@ func TestSparseCheckoutUnusableSnapshot(t *testing.T) {
 	}
 	if segs, _ := ledger.Open(next, sparseSegment).Segments(); len(segs) > 2 {
 		t.Fatalf("the next checkout holds %d ledger files", len(segs))
+	}
+}
+
+// widenGit is a sparse checkout whose widening fails with err.
+type widenGit struct {
+	*fakeGit
+	err    error
+	called int
+}
+
+func (w *widenGit) Widen(context.Context, string, string) error { w.called++; return w.err }
+
+// TestWidenFailureIsInfrastructure: when the month's ledger files cannot
+// be fetched, the run stops as a machine or network failure (exit 3, the
+// next run tries again), not as bad input; nothing is recorded.
+func TestWidenFailureIsInfrastructure(t *testing.T) {
+	e := newEnv(t, daily)
+	small := func(o *Options) { o.SegmentSize = 256 }
+	for h := range 6 {
+		e.runDue(fmt.Sprintf("2026-11-22T%02d:00:30Z", 8+h), small)
+	}
+	segs, err := ledger.Open(e.dir, 256).Segments()
+	if err != nil || len(segs) < 2 {
+		t.Fatalf("segments: %v %v", segs, err)
+	}
+	// As a sparse checkout with an unusable snapshot: no snapshot, and not
+	// the month's first file.
+	os.Remove(filepath.Join(e.dir, segs[0].Path))
+	e.git.leftOut = map[string]bool{segs[0].Path: true}
+	snap := filepath.Join(e.dir, state.SnapshotPath)
+	data, _ := os.ReadFile(snap)
+	os.WriteFile(snap, []byte(strings.Replace(string(data), "astra-state\t2\t", "astra-state\t1\t", 1)), 0o644) // an older astra's
+	before, _ := os.ReadFile(filepath.Join(e.dir, segs[len(segs)-1].Path))
+	w := &widenGit{fakeGit: e.git, err: errors.New("fatal: unable to access the remote")}
+	r := New(e.cfg, Options{Root: e.dir, Clock: func() time.Time { return time.Date(2026, 11, 22, 15, 0, 30, 0, time.UTC) }, RunnerID: "test", SegmentSize: 256,
+		Sleep: func(context.Context, time.Duration) error { return nil }}, e.exec, w, nil)
+	_, err = r.RunDue(context.Background())
+	if w.called != 1 || !errors.Is(err, ErrInfra) || !errors.Is(err, state.ErrIncomplete) {
+		t.Fatalf("widened %d times; error %v", w.called, err)
+	}
+	if after, _ := os.ReadFile(filepath.Join(e.dir, segs[len(segs)-1].Path)); !bytes.Equal(before, after) {
+		t.Fatal("the failed run recorded something")
 	}
 }
