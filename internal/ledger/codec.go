@@ -667,7 +667,7 @@ func (s *scanner) time() (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	if t, ok := parseTime(raw); ok {
+	if t, ok := ParseTime(raw); ok {
 		return t, nil
 	}
 	var t time.Time
@@ -675,8 +675,9 @@ func (s *scanner) time() (time.Time, error) {
 	return t.UTC(), err
 }
 
-// parseTime is the fast path for TimeLayout.
-func parseTime(b []byte) (time.Time, bool) {
+// ParseTime reads a time written in TimeLayout (UTC, whole seconds)
+// without the generic parser; false for anything else.
+func ParseTime(b []byte) (time.Time, bool) {
 	if len(b) != 20 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[19] != 'Z' {
 		return time.Time{}, false
 	}

@@ -357,24 +357,8 @@ func (in interner) text(b []byte) (string, error) {
 
 // parseTime reads a time as the encoder writes it: 2006-01-02T15:04:05Z.
 func parseTime(b []byte) (time.Time, error) {
-	num := func(i, n int) int {
-		v := 0
-		for _, c := range b[i : i+n] {
-			if c < '0' || c > '9' {
-				return -1
-			}
-			v = v*10 + int(c-'0')
-		}
-		return v
-	}
-	if len(b) == len(ledger.TimeLayout) && b[4] == '-' && b[7] == '-' && b[10] == 'T' && b[13] == ':' && b[16] == ':' && b[19] == 'Z' {
-		y, mo, d, h, mi, s := num(0, 4), num(5, 2), num(8, 2), num(11, 2), num(14, 2), num(17, 2)
-		if y >= 0 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h >= 0 && h < 24 && mi >= 0 && mi < 60 && s >= 0 && s < 60 {
-			t := time.Date(y, time.Month(mo), d, h, mi, s, 0, time.UTC)
-			if t.Day() == d {
-				return t, nil
-			}
-		}
+	if t, ok := ledger.ParseTime(b); ok {
+		return t, nil
 	}
 	return time.Time{}, fmt.Errorf("bad time %q", b)
 }
