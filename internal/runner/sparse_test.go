@@ -67,19 +67,25 @@ func month(t *testing.T, events int) (bare string, last time.Time) {
 // tick runs run-due in the checkout at dir at now, with git.
 func tick(t *testing.T, dir string, now time.Time) *Report {
 	t.Helper()
+	return runDueIn(t, dir, now, Options{SegmentSize: sparseSegment, RunnerID: filepath.Base(dir),
+		Sleep: func(context.Context, time.Duration) error { return nil }})
+}
+
+// runDueIn runs run-due with opts in the git checkout at dir, at now.
+func runDueIn(tb testing.TB, dir string, now time.Time, opts Options) *Report {
+	tb.Helper()
 	cfg, diags, err := config.Load(dir)
 	if err != nil || diags.Errors() > 0 {
-		t.Fatalf("%v %v", err, diags)
+		tb.Fatalf("%v %v", err, diags)
 	}
 	g, err := gitops.Open(gitops.Options{Dir: dir, Now: func() time.Time { return now }})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	r := New(cfg, Options{Root: dir, Clock: func() time.Time { return now }, SegmentSize: sparseSegment, RunnerID: filepath.Base(dir),
-		Sleep: func(context.Context, time.Duration) error { return nil }}, executor.New(executor.Options{}), g, nil)
-	rep, err := r.RunDue(context.Background())
+	opts.Root, opts.Clock = dir, func() time.Time { return now }
+	rep, err := New(cfg, opts, executor.New(executor.Options{}), g, nil).RunDue(context.Background())
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return rep
 }

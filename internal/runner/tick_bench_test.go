@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/astra-gitops/astra/internal/config"
-	"github.com/astra-gitops/astra/internal/executor"
-	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/gittest"
 	"github.com/astra-gitops/astra/internal/ledger/ledgertest"
 	"github.com/astra-gitops/astra/internal/state"
@@ -105,20 +101,7 @@ func (r *benchRepo) copy(b *testing.B, dir string) *benchRepo {
 
 // tick runs run-due at now and commits (no remote to push to).
 func (r *benchRepo) tick(b *testing.B, now time.Time) *Report {
-	cfg, diags, err := config.Load(r.dir)
-	if err != nil || diags.Errors() > 0 {
-		b.Fatalf("%v %v", err, diags)
-	}
-	g, err := gitops.Open(gitops.Options{Dir: r.dir, Now: func() time.Time { return now }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	run := New(cfg, Options{Root: r.dir, Clock: func() time.Time { return now }, Limit: 20, MaxParallel: 4, NoPush: true}, executor.New(executor.Options{}), g, nil)
-	rep, err := run.RunDue(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	return rep
+	return runDueIn(b, r.dir, now, Options{Limit: 20, MaxParallel: 4, NoPush: true})
 }
 
 // peakHeap samples the heap in use while fn runs.
