@@ -8,7 +8,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	"github.com/go-git/go-git/v5/storage"
 )
 
 // skipCI is added to every commit message so astra's own pushes never
@@ -122,17 +121,7 @@ func (r *Repo) Commit(msg string, paths ...string) (hash string, changed bool, e
 // moveBranch sets the local branch to h if it still points at old (zero: the
 // branch did not exist), so a concurrent writer is detected rather than lost.
 func (r *Repo) moveBranch(old, h plumbing.Hash) error {
-	ref := plumbing.NewHashReference(r.branch, h)
-	var err error
-	if old.IsZero() {
-		err = r.st.SetReference(ref)
-	} else {
-		err = r.st.CheckAndSetReference(ref, plumbing.NewHashReference(r.branch, old))
-	}
-	if errors.Is(err, storage.ErrReferenceHasChanged) {
-		return fmt.Errorf("%s changed while astra was writing it: another process is using this repository", r.branch.Short())
-	}
-	if err != nil {
+	if err := r.setRef(r.branch, h, &old); err != nil {
 		return fmt.Errorf("update %s: %w", r.branch, err)
 	}
 	return nil

@@ -173,7 +173,7 @@ func (r *Repo) PushFiles(ctx context.Context, branch, parent string, paths []str
 		return "", err
 	}
 	tracking := plumbing.NewRemoteReferenceName(r.opts.Remote, branch)
-	return commit.String(), r.st.SetReference(plumbing.NewHashReference(tracking, commit))
+	return commit.String(), r.setRef(tracking, commit, nil)
 }
 
 // HeadHas reports whether the commit checked out (HEAD) has path, a file

@@ -86,7 +86,7 @@ func (r *Repo) Push(ctx context.Context) error {
 	old := rs.refs[r.branch]
 	tracking := plumbing.NewRemoteReferenceName(r.opts.Remote, r.branch.Short())
 	if old == local { // pushed before, by a run killed before it noted so
-		return r.st.SetReference(plumbing.NewHashReference(tracking, local))
+		return r.setRef(tracking, local, nil)
 	}
 	if !old.IsZero() && r.st.HasEncodedObject(old) != nil {
 		return r.rejected(old)
@@ -100,7 +100,7 @@ func (r *Repo) Push(ctx context.Context) error {
 	}
 	// Record what the remote now has, as git push does (git status then
 	// says "up to date with origin/<branch>").
-	return r.st.SetReference(plumbing.NewHashReference(tracking, local))
+	return r.setRef(tracking, local, nil)
 }
 
 func (r *Repo) rejected(remoteTip plumbing.Hash) error {
