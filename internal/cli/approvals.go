@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/astra-gitops/astra/internal/approval"
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/report"
@@ -131,7 +132,7 @@ A request that has a pull request is approved by merging it instead.`,
 			if ttl != "" {
 				v, err := model.ParseDuration(ttl)
 				if err != nil || v.D() <= 0 {
-					return usageErrorf("--ttl %q: use a duration such as 30m, 2h or 1d", ttl)
+					return errkind.Usagef("--ttl %q: use a duration such as 30m, 2h or 1d", ttl)
 				}
 				d = v.D()
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/astra-gitops/astra/internal/config"
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
@@ -54,7 +55,7 @@ for long or uneven tasks, not for many short ones.`,
 			}
 			res, err := scaffold.Init(a.repo(), opts)
 			if err != nil {
-				return usageError(err)
+				return errkind.Usage(err)
 			}
 			if a.json() {
 				if err := a.printJSON(res); err != nil {
@@ -79,7 +80,7 @@ for long or uneven tasks, not for many short ones.`,
 				fmt.Fprintln(a.stdout, "  (examples skipped: this repository has its own schedules or policies)")
 			}
 			if len(res.Conflicts) > 0 {
-				return usageErrorf("%d file(s) exist with other content; nothing was written (rerun with --force to replace them)", len(res.Conflicts))
+				return errkind.Usagef("%d file(s) exist with other content; nothing was written (rerun with --force to replace them)", len(res.Conflicts))
 			}
 			if opts.DryRun {
 				return nil
@@ -96,7 +97,7 @@ for long or uneven tasks, not for many short ones.`,
 				for _, d := range diags {
 					fmt.Fprintln(a.stderr, d)
 				}
-				return usageErrorf("the setup does not validate; fix the errors above")
+				return errkind.Usagef("the setup does not validate; fix the errors above")
 			}
 			if !a.json() {
 				fmt.Fprintf(a.stdout, "\n%s validate. Next:\n  astra schedules next\n  astra run-due --dry-run\n  git add -A && git commit -m 'Add astra' && git push\n", count(len(cfg.Schedules), "schedule"))

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gittest"
 )
 
@@ -98,8 +99,8 @@ func TestInterruptDuringTool(t *testing.T) {
 	}
 	run("run-due", "--now", "2026-11-22T00:00:30Z")
 	code, stdout, stderr := interrupt(t, clone, filepath.Join(clone, "started"), os.Interrupt, "run-due", "--now", "2026-11-22T01:00:30Z")
-	if code != exitInterrupt {
-		t.Errorf("exit %d, want %d", code, exitInterrupt)
+	if code != errkind.ExitInterrupted {
+		t.Errorf("exit %d, want %d", code, errkind.ExitInterrupted)
 	}
 	claims := gittest.Must(t, remote, "rev-parse", "main")
 	local := gittest.Must(t, clone, "rev-parse", "main")
@@ -141,8 +142,8 @@ exit 0
 		t.Fatalf("first run: exit %d\n%s", code, out.String())
 	}
 	code, stdout, stderr := interrupt(t, clone, filepath.Join(remote, "in-push"), syscall.SIGTERM, "run-due", "--only", "quick", "--now", "2026-11-22T02:00:30Z")
-	if code != exitInterrupt {
-		t.Errorf("exit %d, want %d", code, exitInterrupt)
+	if code != errkind.ExitInterrupted {
+		t.Errorf("exit %d, want %d", code, errkind.ExitInterrupted)
 	}
 	claims := gittest.Must(t, remote, "rev-parse", "main")
 	local := gittest.Must(t, clone, "rev-parse", "main")

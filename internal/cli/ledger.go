@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/runner"
@@ -34,7 +35,7 @@ func (a *app) store() *ledger.Store {
 func (a *app) replay() (*state.State, error) {
 	st, _, err := state.Replay(a.store(), a.now())
 	if err != nil {
-		return nil, usageError(err)
+		return nil, errkind.Usage(err)
 	}
 	return st, nil
 }
@@ -125,7 +126,7 @@ file:line and exits 1; a clean ledger exits 0.`,
 				}
 			}
 			if bad {
-				return reported{errFailed}
+				return errkind.Failed()
 			}
 			return nil
 		},

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/memory"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
@@ -47,7 +48,7 @@ func (a *app) memoryCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if task == "" {
-				return usageErrorf("--task is required: a schedule id or name, or a run")
+				return errkind.Usagef("--task is required: a schedule id or name, or a run")
 			}
 			cfg, err := a.loadConfig()
 			if err != nil {
@@ -62,7 +63,7 @@ func (a *app) memoryCmd() *cobra.Command {
 			}
 			n := memory.Select(es, task)
 			if n == 0 {
-				return usageErrorf("no live memory was written by %q (see `astra memory list`)", task)
+				return errkind.Usagef("no live memory was written by %q (see `astra memory list`)", task)
 			}
 			r, err := a.newRunner(cfg, f, plan.Filter{}, 1)
 			if err != nil {

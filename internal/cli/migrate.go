@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/report"
 	"github.com/astra-gitops/astra/internal/runner"
@@ -37,9 +38,9 @@ ledger is back on the branch you check out).`,
 			repo, err := gitops.Open(a.gitOptions(to))
 			switch {
 			case err != nil: // not a repository, an invalid branch name, ...
-				return usageErrorf("%v", err)
+				return errkind.Usagef("%w", err)
 			case !repo.HasRemote():
-				return usageErrorf("the ledger moves between branches of the remote %q, which this repository does not have", a.v.GetString("git.remote"))
+				return errkind.Usagef("the ledger moves between branches of the remote %q, which this repository does not have", a.v.GetString("git.remote"))
 			}
 			checkedOut := ""
 			if c, err := gitops.Open(a.gitOptions("")); err == nil {
@@ -52,7 +53,7 @@ ledger is back on the branch you check out).`,
 					from = checkedOut
 				}
 				if from == "" {
-					return usageErrorf("HEAD is detached: say which branch holds the ledger with --from")
+					return errkind.Usagef("HEAD is detached: say which branch holds the ledger with --from")
 				}
 			}
 			m, err := runner.Migrate(cmd.Context(), repo, runner.MigrateOptions{From: from, To: to, Clock: a.clock,

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/introspect"
 	"github.com/astra-gitops/astra/internal/report"
 	"github.com/astra-gitops/astra/internal/runner"
@@ -33,7 +34,7 @@ func (a *app) finishRun(rep *runner.Report, err error) error {
 		}
 	}
 	if err == nil && rep != nil && rep.Failed() {
-		return reported{errFailed}
+		return errkind.Failed()
 	}
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/astra-gitops/astra/internal/diag"
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/report"
@@ -80,15 +81,15 @@ func (a *app) runPlan(ctx context.Context, o planOptions) error {
 		o.limit = a.v.GetInt("run.limit")
 	}
 	if o.limit < 1 || o.limit > runner.MatrixLimit {
-		return usageErrorf("--limit %d: a plan claims 1 to %d tasks, the jobs one GitHub Actions matrix may hold", o.limit, runner.MatrixLimit)
+		return errkind.Usagef("--limit %d: a plan claims 1 to %d tasks, the jobs one GitHub Actions matrix may hold", o.limit, runner.MatrixLimit)
 	}
 	for _, l := range o.runsOn {
 		if !model.ValidLabel(l) {
-			return usageErrorf("--runs-on %q is not a runner label: letters, digits, _ . - (at most 100)", l)
+			return errkind.Usagef("--runs-on %q is not a runner label: letters, digits, _ . - (at most 100)", l)
 		}
 	}
 	if len(o.runsOn) > model.MaxRunnerLabels {
-		return usageErrorf("--runs-on: at most %d labels", model.MaxRunnerLabels)
+		return errkind.Usagef("--runs-on: at most %d labels", model.MaxRunnerLabels)
 	}
 	cfg, err := a.loadConfig()
 	if err != nil {
@@ -133,7 +134,7 @@ func (a *app) runPlan(ctx context.Context, o planOptions) error {
 		}
 		if path := a.getenv("GITHUB_OUTPUT"); path != "" {
 			if werr := appendFile(path, matrixOutputs(matrix, len(jobs), p.MaxParallel)); werr != nil {
-				return usageErrorf("writing the matrix to GITHUB_OUTPUT: %v", werr)
+				return errkind.Infraf("writing the matrix to GITHUB_OUTPUT: %w", werr)
 			}
 		}
 	}
@@ -188,15 +189,15 @@ func matrixOutputs(matrix []byte, count, maxParallel int) string {
 func (a *app) runClaim(ctx context.Context, args []string, claim, key string, f runFlags) error {
 	switch {
 	case len(args) > 0 && claim != "":
-		return usageErrorf("give a schedule or --claim, not both")
+		return errkind.Usagef("give a schedule or --claim, not both")
 	case key != "":
-		return usageErrorf("--idempotency-key names a manual run; a claim is run by its own key (--claim)")
+		return errkind.Usagef("--idempotency-key names a manual run; a claim is run by its own key (--claim)")
 	}
 	if claim == "" {
 		claim = strings.TrimSpace(a.getenv("ASTRA_CLAIM"))
 	}
 	if claim == "" {
-		return usageErrorf("run needs a schedule, or --claim KEY (a claim of astra plan)")
+		return errkind.Usagef("run needs a schedule, or --claim KEY (a claim of astra plan)")
 	}
 	cfg, err := a.loadConfig()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/report"
 )
 
@@ -28,7 +29,7 @@ GitHub Pages or open it from disk.`,
 			}
 			d, err := report.Collect(cfg, a.store(), a.now(), a.getenv("GITHUB_REPOSITORY"), serverURL(a.getenv))
 			if err != nil {
-				return usageError(err)
+				return errkind.Usage(err)
 			}
 			if a.json() {
 				return a.printJSON(d)

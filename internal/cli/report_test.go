@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/chromedp/chromedp"
 )
 
@@ -95,7 +96,7 @@ func TestDashboardInBrowser(t *testing.T) {
 				}
 				return ""
 			})
-		if code != 0 && code != ExitFailed {
+		if code != 0 && code != errkind.ExitFailed {
 			t.Fatalf("astra %v: exit %d\n%s%s", args, code, out.String(), errb.String())
 		}
 		return out.String()

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/astra-gitops/astra/internal/buildinfo"
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/repofs"
 	"github.com/astra-gitops/astra/internal/telemetry"
@@ -130,7 +131,7 @@ func (a *app) loadSettings(cmd *cobra.Command) error {
 		return err
 	}
 	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-		return usageErrorf("--repo %s is not a directory", repo)
+		return errkind.Usagef("--repo %s is not a directory", repo)
 	}
 	v.Set("repo", abs)
 	cfgFile := v.GetString("config")
@@ -138,7 +139,7 @@ func (a *app) loadSettings(cmd *cobra.Command) error {
 	if cfgFile != "" {
 		// A file the user names is theirs to choose.
 		if data, err = os.ReadFile(cfgFile); err != nil {
-			return usageErrorf("--config %s: %v", cfgFile, err)
+			return errkind.Usagef("--config %s: %w", cfgFile, err)
 		}
 	} else {
 		// The repository's own settings are repository content: a regular
@@ -149,13 +150,13 @@ func (a *app) loadSettings(cmd *cobra.Command) error {
 		case errors.Is(err, fs.ErrNotExist):
 			data = nil
 		case err != nil:
-			return usageErrorf("%v", err)
+			return errkind.Usagef("%w", err)
 		}
 	}
 	if data != nil {
 		v.SetConfigType("yaml")
 		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
-			return usageErrorf("%s: %v", cfgFile, err)
+			return errkind.Usagef("%s: %w", cfgFile, err)
 		}
 		if err := checkSettingKeys(v, cfgFile); err != nil {
 			return err
@@ -166,7 +167,7 @@ func (a *app) loadSettings(cmd *cobra.Command) error {
 	}
 	if now := v.GetString("now"); now != "" {
 		if _, err := time.Parse(time.RFC3339, now); err != nil {
-			return usageErrorf("--now %q is not an RFC3339 time such as 2026-11-22T09:00:00Z", now)
+			return errkind.Usagef("--now %q is not an RFC3339 time such as 2026-11-22T09:00:00Z", now)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/spf13/cobra"
@@ -37,7 +38,7 @@ under its budgets and as run-due would; a claim that is not open for a job
 				return err
 			}
 			if len(key) > 256 {
-				return usageErrorf("--idempotency-key is longer than 256 characters")
+				return errkind.Usagef("--idempotency-key is longer than 256 characters")
 			}
 			r, err := a.newRunner(cfg, f, plan.Filter{}, 1)
 			if err != nil {

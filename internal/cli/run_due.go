@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/spf13/cobra"
 )
@@ -29,7 +30,7 @@ func (o *runDueOptions) addFlags(cmd *cobra.Command) {
 func (a *app) runRunDue(ctx context.Context, o runDueOptions) error {
 	var err error
 	if o.filter.Shard, o.filter.Of, err = plan.ParseShard(o.shard); err != nil {
-		return usageErrorf("%v", err)
+		return errkind.Usagef("%w", err)
 	}
 	cfg, err := a.loadConfig()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gate"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
@@ -112,7 +113,7 @@ time zone.`,
   astra schedules next --now 2026-03-29T00:00:00Z --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if count < 1 {
-				return usageErrorf("--count must be at least 1")
+				return errkind.Usagef("--count must be at least 1")
 			}
 			cfg, err := a.loadConfig()
 			if err != nil {
@@ -125,7 +126,7 @@ time zone.`,
 			now := a.now()
 			st, tail, err := state.Replay(a.store(), now)
 			if err != nil {
-				return usageError(err)
+				return errkind.Usage(err)
 			}
 			for _, w := range plan.ClockWarnings(cfg, st, tail.TS, now) {
 				fmt.Fprintf(a.stderr, "warning: %s\n", w)
@@ -272,7 +273,7 @@ func findSchedule(cfg *model.Config, ref string) (*model.Schedule, error) {
 	if s := cfg.Schedule(ref); s != nil {
 		return s, nil
 	}
-	return nil, usageErrorf("no schedule with id or name %q (see `astra schedules list`)", ref)
+	return nil, errkind.Usagef("no schedule with id or name %q (see `astra schedules list`)", ref)
 }
 
 // onlyIDs resolves the schedules --only names (ids or names) to their ids.
@@ -281,7 +282,7 @@ func onlyIDs(cfg *model.Config, refs []string) ([]string, error) {
 	for _, ref := range refs {
 		s := cfg.Schedule(ref)
 		if s == nil {
-			return nil, usageErrorf("--only %q: no such schedule (see `astra schedules list`)", ref)
+			return nil, errkind.Usagef("--only %q: no such schedule (see `astra schedules list`)", ref)
 		}
 		ids = append(ids, s.ID)
 	}

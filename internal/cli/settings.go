@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/spf13/viper"
 )
 
@@ -53,7 +54,7 @@ func checkSettingKeys(v *viper.Viper, file string) error {
 	}
 	if len(bad) > 0 {
 		slices.Sort(bad)
-		return usageErrorf("%s: unknown setting(s) %s; known settings: %s", file, strings.Join(bad, ", "), strings.Join(known, ", "))
+		return errkind.Usagef("%s: unknown setting(s) %s; known settings: %s", file, strings.Join(bad, ", "), strings.Join(known, ", "))
 	}
 	return nil
 }
@@ -85,10 +86,10 @@ func checkSettingBounds(v *viper.Viper) error {
 	for _, b := range settingBounds {
 		n, err := strconv.ParseInt(strings.TrimSpace(fmt.Sprint(v.Get(b.key))), 10, 64)
 		if err != nil {
-			return usageErrorf("setting %s: %v is not a number", b.key, v.Get(b.key))
+			return errkind.Usagef("setting %s: %v is not a number", b.key, v.Get(b.key))
 		}
 		if n < b.min || n > b.max {
-			return usageErrorf("setting %s is %d; it must be between %d and %d", b.key, n, b.min, b.max)
+			return errkind.Usagef("setting %s is %d; it must be between %d and %d", b.key, n, b.min, b.max)
 		}
 	}
 	return nil

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/introspect"
 	"github.com/astra-gitops/astra/internal/tools"
 	"github.com/spf13/cobra"
@@ -32,7 +33,7 @@ func (a *app) tasksListCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if q.Since, err = tools.Since(since, a.now()); err != nil {
-				return usageErrorf("--%v", err)
+				return errkind.Usagef("--%w", err)
 			}
 			if schedule != "" {
 				if q.Schedule, err = a.scheduleID(schedule); err != nil {
@@ -42,7 +43,7 @@ func (a *app) tasksListCmd() *cobra.Command {
 			switch q.Status {
 			case "", "running", "completed", "failed", "skipped", "rolled_back", "all":
 			default:
-				return usageErrorf("--status %q: use running, completed, failed, skipped, rolled_back or all", q.Status)
+				return errkind.Usagef("--status %q: use running, completed, failed, skipped, rolled_back or all", q.Status)
 			}
 			ts, err := introspect.Tasks(a.store(), a.now(), q)
 			if err != nil {

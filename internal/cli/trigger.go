@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
@@ -78,10 +79,10 @@ func (a *app) runTrigger(ctx context.Context, event string, o triggerOptions) er
 		payload, err = os.ReadFile(o.payloadFile)
 	}
 	if err != nil {
-		return usageErrorf("--payload-file: %v", err)
+		return errkind.Usagef("--payload-file: %w", err)
 	}
 	if len(payload) > 0 && !json.Valid(payload) {
-		return usageErrorf("--payload-file %s is not valid JSON", o.payloadFile)
+		return errkind.Usagef("--payload-file %s is not valid JSON", o.payloadFile)
 	}
 	r, err := a.newRunner(cfg, o.run, plan.Filter{}, len(cfg.Schedules))
 	if err != nil {
@@ -97,7 +98,7 @@ func (a *app) runTrigger(ctx context.Context, event string, o triggerOptions) er
 				return a.finishRecord(rep, rerr)
 			}
 		}
-		return usageErrorf("trigger %s refused: %s; nothing ran", event, why)
+		return errkind.Usagef("trigger %s refused: %s; nothing ran", event, why)
 	}
 	secret := []byte(a.getenv("ASTRA_TRIGGER_SECRET"))
 	sig := strings.TrimSpace(o.signature)
@@ -106,13 +107,13 @@ func (a *app) runTrigger(ctx context.Context, event string, o triggerOptions) er
 	}
 	switch {
 	case len(secret) == 0 && sig != "":
-		return usageErrorf("a signature was given but ASTRA_TRIGGER_SECRET is not set: there is nothing to check it with")
+		return errkind.Usagef("a signature was given but ASTRA_TRIGGER_SECRET is not set: there is nothing to check it with")
 	case len(secret) == 0:
 	case sig == "":
 		return refuse("no signature, but ASTRA_TRIGGER_SECRET requires one")
 	case strings.HasPrefix(sig, "sha256="):
 		if o.key != "" {
-			return usageErrorf("a GitHub-signed relay is identified by its payload: drop --idempotency-key")
+			return errkind.Usagef("a GitHub-signed relay is identified by its payload: drop --idempotency-key")
 		}
 		if err := identity.VerifyGitHubSignature(secret, sig, payload); err != nil {
 			return refuse(err.Error())

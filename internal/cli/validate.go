@@ -9,8 +9,8 @@ import (
 
 	"github.com/astra-gitops/astra/internal/config"
 	"github.com/astra-gitops/astra/internal/diag"
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
-	"github.com/astra-gitops/astra/internal/runner"
 )
 
 func (a *app) validateCmd() *cobra.Command {
@@ -29,7 +29,7 @@ Exit status 2 when there is any error.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, diags, err := config.Load(a.repo())
 			if err != nil {
-				return usageError(err)
+				return errkind.Usage(err)
 			}
 			diags = append(diags, shortSecrets(cfg, a.getenv)...)
 			if a.json() {
@@ -47,7 +47,7 @@ Exit status 2 when there is any error.`,
 				diags.WriteGitHub(a.stdout)
 			}
 			if diags.Errors() > 0 {
-				return reported{runner.ErrUsage}
+				return errkind.Reported(errkind.ErrUsage)
 			}
 			return nil
 		},
@@ -87,7 +87,7 @@ func validateJSON(cfg *model.Config, diags diag.List) any {
 func (a *app) loadConfig() (*model.Config, error) {
 	cfg, diags, err := config.Load(a.repo())
 	if err != nil {
-		return nil, usageError(err)
+		return nil, errkind.Usage(err)
 	}
 	if diags.Errors() > 0 {
 		for _, d := range diags {
@@ -98,7 +98,7 @@ func (a *app) loadConfig() (*model.Config, error) {
 		if a.inGitHubActions() {
 			diags.WriteGitHub(a.stdout)
 		}
-		return nil, usageErrorf("configuration has %d error(s); nothing ran (see `astra validate`)", diags.Errors())
+		return nil, errkind.Usagef("configuration has %d error(s); nothing ran (see `astra validate`)", diags.Errors())
 	}
 	return cfg, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/astra-gitops/astra/internal/buildinfo"
 	"github.com/astra-gitops/astra/internal/config"
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/forge"
 	"github.com/astra-gitops/astra/internal/gitops"
@@ -77,10 +78,10 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 	red := a.redactor()
 	fc, err := a.forgeClient()
 	if err != nil {
-		return nil, usageErrorf("%v", err)
+		return nil, errkind.Usagef("%w", err)
 	}
 	if a.tracer, err = telemetry.Setup(context.Background(), telemetry.Options{Getenv: a.getenv, Redact: red.String, Version: buildinfo.Version()}); err != nil {
-		return nil, usageErrorf("tracing: %v", err)
+		return nil, errkind.Usagef("tracing: %w", err)
 	}
 	opts := runner.Options{
 		Root: a.repo(), Clock: a.clock, DryRun: f.dryRun, Limit: limit, Filter: filter, Repair: f.repair,
@@ -106,14 +107,14 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 			opts.StateBranch = repo.StateBranch()
 			git = repo
 		case errors.Is(err, gitops.ErrNotRepository) && f.gitRequired:
-			return nil, &runner.Error{Kind: runner.ErrUsage, Err: fmt.Errorf("%s is not a git repository: astra would run tools and write "+
+			return nil, &errkind.Error{Kind: errkind.ErrUsage, Err: fmt.Errorf("%s is not a git repository: astra would run tools and write "+
 				"var/, but commit and push nothing", a.repo()), Hint: "Run astra in a clone of the repository, or pass --no-git to run " +
 				"without git (the ledger in var/ is then the only record; nothing is committed or pushed). --dry-run needs neither."}
 		case errors.Is(err, gitops.ErrNotRepository):
 			// A plain directory: the ledger is written, nothing is committed
 			// (the report says so).
 		default:
-			return nil, &runner.Error{Kind: runner.ErrInfra, Err: err}
+			return nil, &errkind.Error{Kind: errkind.ErrInfra, Err: err}
 		}
 	}
 	var approvals runner.Forge

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/forge"
 	"github.com/astra-gitops/astra/internal/ledger"
@@ -222,7 +223,7 @@ func TestExpiryClosesThePullRequest(t *testing.T) {
 	}
 	e.forge.closeErr = errors.New("GitHub returned 502")
 	_, err = e.runner("2026-11-24T10:00:30Z").RunDue(context.Background())
-	if !errors.Is(err, ErrInfra) || !strings.Contains(err.Error(), "502") {
+	if !errors.Is(err, errkind.ErrInfra) || !strings.Contains(err.Error(), "502") {
 		t.Fatalf("a close failure: %v", err)
 	}
 	if e.count(ledger.ApprovalExpired, "s") != 2 || e.count(ledger.RunCompleted, "w") < 2 {
@@ -273,7 +274,7 @@ func TestForgeErrorsWhileSettling(t *testing.T) {
 			e.forge.merge(t, 1, "octocat", e.dir, "s")
 			e.forge.prErr[1] = c.err
 			rep, err := e.runner("2026-11-22T10:00:30Z").RunDue(context.Background())
-			if !errors.Is(err, ErrInfra) {
+			if !errors.Is(err, errkind.ErrInfra) {
 				t.Fatalf("want an infrastructure error at the end, got %v", err)
 			}
 			if o := outcome(t, rep, "w"); o.Action != ActionRan {
@@ -299,7 +300,7 @@ func TestPullRequestCreationRefused(t *testing.T) {
 	e.runDue("2026-11-22T08:00:00Z")
 	e.forge.ensureErr = &forge.APIError{Op: "POST /repos/o/r/pulls", Status: 403, Message: "GitHub Actions is not permitted to create or approve pull requests."}
 	rep, err := e.runner("2026-11-22T09:00:30Z").RunDue(context.Background())
-	if !errors.Is(err, ErrInfra) || !strings.Contains(err.Error(), "not permitted to create") {
+	if !errors.Is(err, errkind.ErrInfra) || !strings.Contains(err.Error(), "not permitted to create") {
 		t.Fatalf("got %v", err)
 	}
 	if o := outcome(t, rep, "w"); o.Action != ActionRan {

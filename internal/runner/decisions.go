@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/astra-gitops/astra/internal/approval"
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/memory"
@@ -59,7 +60,7 @@ func refuse(verb, target string, id identity.Identity, why string) *refusal {
 	}
 	return &refusal{
 		ev:  &ledger.Event{Event: ledger.ActionRefused, Status: ledger.StatusRefused, Reason: verb, By: who, Error: why, Detail: d},
-		err: usagef("%s; nothing was done (recorded)", msg),
+		err: errkind.Usagef("%s; nothing was done (recorded)", msg),
 	}
 }
 
@@ -103,7 +104,7 @@ func (r *Runner) Approve(ctx context.Context, sc *model.Schedule, id identity.Id
 		}
 		req := s.state().Approvals[sc.ID]
 		if req != nil && req.PR != 0 && req.Status == ledger.StatusPending {
-			return nil, usagef("%s's request is pull request #%d: approve it by merging the pull request", sc.Name, req.PR)
+			return nil, errkind.Usagef("%s's request is pull request #%d: approve it by merging the pull request", sc.Name, req.PR)
 		}
 		tok = &approval.Token{ScheduleID: sc.ID, ScheduleName: sc.Name, ApprovedBy: id.Login, ApprovedAt: s.now, ExpiresAt: s.now.Add(ttl),
 			PayloadHash: approval.PayloadHash(sc.Payload, nil), Definition: definitionHash(sc)}
@@ -139,7 +140,7 @@ func (r *Runner) Reject(ctx context.Context, sc *model.Schedule, id identity.Ide
 		}
 		req := s.state().Approvals[sc.ID]
 		if req == nil {
-			return nil, usagef("%s has no pending approval request", sc.Name)
+			return nil, errkind.Usagef("%s has no pending approval request", sc.Name)
 		}
 		s.dropToken(sc.ID)
 		ev := s.approvalEvent(ledger.ApprovalRejected, ledger.StatusRejected, sc, req)
@@ -172,7 +173,7 @@ func (r *Runner) ReleaseDeadLetters(ctx context.Context, ref string, id identity
 			released = append(released, key)
 		}
 		if len(evs) == 0 {
-			return nil, usagef("no dead letter matches %q (see `astra dead-letter list`)", ref)
+			return nil, errkind.Usagef("no dead letter matches %q (see `astra dead-letter list`)", ref)
 		}
 		sort.Slice(evs, func(i, j int) bool { return evs[i].IdempotencyKey < evs[j].IdempotencyKey })
 		sort.Strings(released)
@@ -200,7 +201,7 @@ func (r *Runner) Resume(ctx context.Context, id identity.Identity) (*Report, []s
 			}
 		}
 		if len(evs) == 0 {
-			return nil, usagef("the global budget is not paused")
+			return nil, errkind.Usagef("the global budget is not paused")
 		}
 		return evs, nil
 	})
@@ -250,18 +251,18 @@ func (r *Runner) record(ctx context.Context, command string, build func(s *sessi
 			return s.report, err
 		}
 		if rerr := s.record(ref.event()); rerr != nil {
-			return nil, kinded(fmt.Errorf("%w (and recording the refusal failed: %w)", err, rerr))
+			return nil, errkind.Default(fmt.Errorf("%w (and recording the refusal failed: %w)", err, rerr), errkind.ErrInfra)
 		}
 		if ferr := s.finish(ctx); ferr != nil {
-			return s.report, kinded(fmt.Errorf("%w (and pushing the refusal failed: %w)", err, ferr))
+			return s.report, errkind.Default(fmt.Errorf("%w (and pushing the refusal failed: %w)", err, ferr), errkind.ErrInfra)
 		}
 		return s.report, err
 	}
 	if err != nil {
-		return nil, kinded(err)
+		return nil, errkind.Default(err, errkind.ErrInfra)
 	}
 	if err := s.j.Record(evs...); err != nil {
-		return nil, kinded(err)
+		return nil, errkind.Default(err, errkind.ErrInfra)
 	}
-	return s.report, kinded(s.finish(ctx))
+	return s.report, errkind.Default(s.finish(ctx), errkind.ErrInfra)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/money"
@@ -95,7 +96,7 @@ func Matrix(jobs []Job) []byte {
 // to record something else: the claims are theirs.
 func (r *Runner) Plan(ctx context.Context, o PlanOptions) (*Plan, error) {
 	if r.opts.Limit > MatrixLimit {
-		return nil, usagef("a plan claims at most %d tasks, the jobs one GitHub Actions matrix may hold (limit %d)", MatrixLimit, r.opts.Limit)
+		return nil, errkind.Usagef("a plan claims at most %d tasks, the jobs one GitHub Actions matrix may hold (limit %d)", MatrixLimit, r.opts.Limit)
 	}
 	o.MaxParallel = min(max(o.MaxParallel, 1), MatrixLimit)
 	if len(o.RunsOn) == 0 {
@@ -192,10 +193,10 @@ func (f *fanOut) build(s *session, tasks []*task) error {
 	}
 	m := Matrix(f.jobs)
 	if len(m) > maxMatrixBytes {
-		return usagef("the matrix of %d jobs is %d bytes, more than GitHub keeps of a job's outputs; nothing was claimed: plan fewer (--limit)", len(f.jobs), len(m))
+		return errkind.Usagef("the matrix of %d jobs is %d bytes, more than GitHub keeps of a job's outputs; nothing was claimed: plan fewer (--limit)", len(f.jobs), len(m))
 	}
 	if s.r.opts.Redact.String(string(m)) != string(m) {
-		return usagef("the matrix would carry text that looks like a secret (in an idempotency key or a runner label); nothing was claimed")
+		return errkind.Usagef("the matrix would carry text that looks like a secret (in an idempotency key or a runner label); nothing was claimed")
 	}
 	return nil
 }
@@ -272,7 +273,7 @@ func (r *Runner) RunClaim(ctx context.Context, key string) (*Report, error) {
 			if r.opts.DryRun {
 				recorded = ""
 			}
-			refused = usagef("claim %s refused: %s; nothing ran%s", key, why, recorded)
+			refused = errkind.Usagef("claim %s refused: %s; nothing ran%s", key, why, recorded)
 			return nil, s.record(ev)
 		}
 		ev := t.event(ledger.RunStarted, ledger.StatusStarted)
@@ -282,7 +283,7 @@ func (r *Runner) RunClaim(ctx context.Context, key string) (*Report, error) {
 	})
 	switch {
 	case refused != nil && err != nil:
-		return rep, kinded(fmt.Errorf("%w (and recording the refusal failed: %w)", refused, err))
+		return rep, errkind.Default(fmt.Errorf("%w (and recording the refusal failed: %w)", refused, err), errkind.ErrInfra)
 	case refused != nil:
 		return nil, refused
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/astra-gitops/astra/internal/config"
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/money"
@@ -179,7 +180,7 @@ func TestRunClaimTakenOnce(t *testing.T) {
 	if _, ferr := first.runner("2026-11-22T09:00:40Z").RunClaim(context.Background(), "a@2026-11-22T09:00:00Z"); ferr != nil {
 		t.Fatalf("first job: %v", ferr)
 	}
-	if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "took it at 2026-11-22T09:00:40Z") {
+	if !errors.Is(err, errkind.ErrUsage) || !strings.Contains(err.Error(), "took it at 2026-11-22T09:00:40Z") {
 		t.Fatalf("second job: %v", err)
 	}
 	if e.exec.runs("a") != 1 || e.count(ledger.RunCompleted, "a") != 1 || e.count(ledger.ClaimRefused, "a") != 1 {
@@ -193,12 +194,12 @@ func TestRunClaimTakenOnce(t *testing.T) {
 func TestPlanLimits(t *testing.T) {
 	e := newEnv(t, fanSchedules)
 	e.runDue("2026-11-22T08:00:00Z")
-	if _, err := e.runner("2026-11-22T09:00:30Z", func(o *Options) { o.Limit = MatrixLimit + 1 }).Plan(context.Background(), PlanOptions{}); !errors.Is(err, ErrUsage) {
+	if _, err := e.runner("2026-11-22T09:00:30Z", func(o *Options) { o.Limit = MatrixLimit + 1 }).Plan(context.Background(), PlanOptions{}); !errors.Is(err, errkind.ErrUsage) {
 		t.Fatalf("a plan beyond the matrix limit: %v", err)
 	}
 	e.remote.pushErrs = []error{errors.New("network down")}
 	p, err := e.runner("2026-11-22T09:00:30Z").Plan(context.Background(), PlanOptions{})
-	if !errors.Is(err, ErrInfra) || p == nil || len(p.Jobs) != 0 {
+	if !errors.Is(err, errkind.ErrInfra) || p == nil || len(p.Jobs) != 0 {
 		t.Fatalf("claims not pushed: %v %+v", err, p)
 	}
 	p = e.plan("2026-11-22T09:01:30Z", PlanOptions{}, func(o *Options) { o.Limit = 2 })
@@ -216,7 +217,7 @@ func TestPlanLimits(t *testing.T) {
 		t.Fatalf("jobs: %+v", p.Jobs)
 	}
 	mods := func(o *Options) { o.Redact = redact.New("2026-11-23T09:00:00Z") }
-	if _, err := s.runner("2026-11-23T09:00:30Z", mods).Plan(context.Background(), PlanOptions{}); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "looks like a secret") {
+	if _, err := s.runner("2026-11-23T09:00:30Z", mods).Plan(context.Background(), PlanOptions{}); !errors.Is(err, errkind.ErrUsage) || !strings.Contains(err.Error(), "looks like a secret") {
 		t.Fatalf("a secret in the matrix: %v", err)
 	}
 	if s.count(ledger.RunClaimed, "x") != 1 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/state"
@@ -36,11 +37,11 @@ func (r *Runner) checkStateBranch() error {
 	}
 	head, err := r.git.Head()
 	if err != nil || head != "" {
-		return kinded(err)
+		return errkind.Default(err, errkind.ErrInfra)
 	}
 	has, err := r.git.HeadHas(ledger.Dir)
 	if err != nil || !has {
-		return kinded(err)
+		return errkind.Default(err, errkind.ErrInfra)
 	}
 	b := r.git.Branch()
 	hint := fmt.Sprintf("Move the ledger there with `astra ledger migrate --to-branch %s`: its history, budgets and approvals go with it, "+
@@ -48,7 +49,7 @@ func (r *Runner) checkStateBranch() error {
 	if r.opts.NoPush {
 		hint += fmt.Sprintf(" If %s exists on the remote, fetch it first (`git fetch origin %s:%s`).", b, b, b)
 	}
-	return &Error{Kind: ErrUsage, Hint: hint, Err: fmt.Errorf("ledger_branch is %s, which has no commits, but the checked-out branch "+
+	return &errkind.Error{Kind: errkind.ErrUsage, Hint: hint, Err: fmt.Errorf("ledger_branch is %s, which has no commits, but the checked-out branch "+
 		"holds a ledger in %s: astra will not start a new, empty ledger beside it", b, ledger.Dir)}
 }
 
@@ -64,7 +65,7 @@ func (r *Runner) checkHome(st *state.State) error {
 		return r.checkStateBranch()
 	}
 	m := st.Moved
-	return &Error{Kind: ErrUsage,
+	return &errkind.Error{Kind: errkind.ErrUsage,
 		Err: fmt.Errorf("the ledger on %s moved to branch %s at %s (ledger.migrated, seq %d): nothing more is recorded here",
 			here, home, m.At.UTC().Format(time.RFC3339), m.Seq),
 		Hint: fmt.Sprintf("Point astra at %s: `ledger_branch: %s` in .astra.yaml, or no ledger_branch at all if %s is the branch your checkout is of.",
@@ -76,7 +77,7 @@ func (r *Runner) checkHome(st *state.State) error {
 // else is infrastructure.
 func (r *Runner) pushError(err error) error {
 	if !errors.Is(err, gitops.ErrProtected) {
-		return infraf("pushing the ledger: %w", err)
+		return errkind.Infraf("pushing the ledger: %w", err)
 	}
 	b := r.git.Branch()
 	hint := fmt.Sprintf("astra commits its ledger to %s, and the remote refuses its pushes there. Keep the ledger on a branch of its own: "+
@@ -85,5 +86,5 @@ func (r *Runner) pushError(err error) error {
 	if r.opts.StateBranch {
 		hint = fmt.Sprintf("%s is astra's own ledger branch: exclude it from branch protection and rulesets, so that astra's token may push to it.", b)
 	}
-	return &Error{Kind: ErrUsage, Err: fmt.Errorf("pushing the ledger: %w", err), Hint: hint}
+	return &errkind.Error{Kind: errkind.ErrUsage, Err: fmt.Errorf("pushing the ledger: %w", err), Hint: hint}
 }

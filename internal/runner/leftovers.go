@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/state"
@@ -53,7 +54,7 @@ func (r *Runner) settle(ctx context.Context, command string) (release func(), er
 	}
 	unlock, err := r.git.LockRun()
 	if err != nil {
-		return release, infraf("%w", err)
+		return release, errkind.Infraf("%w", err)
 	}
 	return unlock, r.settleLocked(ctx, command)
 }
@@ -63,7 +64,7 @@ func (r *Runner) settleLocked(ctx context.Context, command string) error {
 	var err error
 	if !r.opts.NoPush {
 		if n, known, err = r.git.Unpushed(); err != nil {
-			return infraf("looking for commits the remote lacks: %w", err)
+			return errkind.Infraf("looking for commits the remote lacks: %w", err)
 		}
 	}
 	var ahead []string
@@ -93,7 +94,7 @@ func (r *Runner) settleLocked(ctx context.Context, command string) error {
 	var pending []*ledger.Event
 	if known {
 		if pending, err = r.unpushedEvents(); err != nil {
-			return ledgerErr(fmt.Errorf("reading the events the remote lacks: %w", err), "")
+			return errkind.Ledger(fmt.Errorf("reading the events the remote lacks: %w", err), "")
 		}
 	}
 	if len(ahead) > 0 {
@@ -102,12 +103,12 @@ func (r *Runner) settleLocked(ctx context.Context, command string) error {
 			msg += "\n\n" + ledger.FormatAnchors(anchors)
 		}
 		if _, _, err := r.git.Commit(msg, ahead...); err != nil {
-			return infraf("committing the events an earlier run left uncommitted: %w", err)
+			return errkind.Infraf("committing the events an earlier run left uncommitted: %w", err)
 		}
 		r.prior.notes = append(r.prior.notes, fmt.Sprintf("committed %s: an earlier run appended to it and was stopped before its commit", strings.Join(ahead, ", ")))
 		if !r.opts.NoPush {
 			if n, known, err = r.git.Unpushed(); err != nil {
-				return infraf("looking for commits the remote lacks: %w", err)
+				return errkind.Infraf("looking for commits the remote lacks: %w", err)
 			}
 			if !known {
 				n = 1 // the remote's state is unknown: let the push tell
@@ -125,7 +126,7 @@ func (r *Runner) settleLocked(ctx context.Context, command string) error {
 			return nil
 		}
 		if !errors.Is(err, gitops.ErrRejected) {
-			return infraf("pushing %s an earlier run left unpushed (%s; nothing ran, they stay committed here): %w", plural(n, "commit"), plural(len(pending), "event"), err)
+			return errkind.Infraf("pushing %s an earlier run left unpushed (%s; nothing ran, they stay committed here): %w", plural(n, "commit"), plural(len(pending), "event"), err)
 		}
 	}
 	return r.replayLeftovers(ctx, command, kept, dropped)
@@ -143,7 +144,7 @@ func (r *Runner) replayLeftovers(ctx context.Context, command string, pending []
 	}
 	fresh, err := notInLedger(r.opts.Root, pending)
 	if err != nil {
-		return ledgerErr(err, "")
+		return errkind.Ledger(err, "")
 	}
 	var keep []*ledger.Event
 	for _, e := range fresh {
@@ -177,11 +178,11 @@ func (r *Runner) restoreDrift() (ahead []string, err error) {
 	for _, p := range ledgerPaths {
 		d, err := r.git.Drift(p)
 		if err != nil {
-			return nil, infraf("comparing %s with the branch: %w", p, err)
+			return nil, errkind.Infraf("comparing %s with the branch: %w", p, err)
 		}
 		for _, f := range d.Behind {
 			if err := r.git.Materialize(f); err != nil {
-				return nil, infraf("restoring %s from the branch: %w", f, err)
+				return nil, errkind.Infraf("restoring %s from the branch: %w", f, err)
 			}
 		}
 		if len(d.Behind) > 0 {
@@ -198,7 +199,7 @@ func (r *Runner) restoreDrift() (ahead []string, err error) {
 func (r *Runner) materializeLedger() error {
 	for _, p := range ledgerPaths {
 		if err := r.git.Materialize(p); err != nil {
-			return infraf("writing %s from the branch: %w", p, err)
+			return errkind.Infraf("writing %s from the branch: %w", p, err)
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/ledger"
 )
 
@@ -75,7 +76,7 @@ func TestOrphanClaimDropped(t *testing.T) {
 	e := newEnv(t, hourlyA)
 	e.runDue("2026-11-22T08:00:00Z")
 	e.remote.pushErrs = []error{errors.New("connection reset")}
-	if _, err := e.runner("2026-11-22T09:00:30Z").RunDue(context.Background()); !errors.Is(err, ErrInfra) {
+	if _, err := e.runner("2026-11-22T09:00:30Z").RunDue(context.Background()); !errors.Is(err, errkind.ErrInfra) {
 		t.Fatalf("claim push failure: %v", err)
 	}
 	if e.git.unpushed != 1 {
@@ -97,7 +98,7 @@ func TestUncommittedAppendsCommitted(t *testing.T) {
 	e.runDue("2026-11-22T08:00:00Z")
 	e.git.commitErr = errors.New("index.lock: another astra or git process is using this checkout")
 	rep, err := e.runner("2026-11-22T09:00:30Z").RunDue(context.Background())
-	if !errors.Is(err, ErrInfra) {
+	if !errors.Is(err, errkind.ErrInfra) {
 		t.Fatalf("commit failure: %v", err)
 	}
 	if o := outcome(t, rep, "a"); o.Reason != reasonNotClaimed || strings.Contains(o.Detail, "other runners") ||
@@ -127,7 +128,7 @@ func TestSpillMergedElsewhereNotDoubled(t *testing.T) {
 			e.remote.advance()
 		}
 	}
-	if _, err := e.runner("2026-11-22T09:00:30Z").RunDue(context.Background()); !errors.Is(err, ErrInfra) {
+	if _, err := e.runner("2026-11-22T09:00:30Z").RunDue(context.Background()); !errors.Is(err, errkind.ErrInfra) {
 		t.Fatalf("want a spill, got %v", err)
 	}
 	e.remote.beforePush = nil

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/state"
@@ -80,7 +81,7 @@ const migrateRounds = 5
 // is done reports Already. The checkout is never touched.
 func Migrate(ctx context.Context, g Mover, o MigrateOptions) (*Migration, error) {
 	if o.From == o.To {
-		return nil, usagef("the ledger is on %s already", o.To)
+		return nil, errkind.Usagef("the ledger is on %s already", o.To)
 	}
 	if o.Clock == nil {
 		o.Clock = time.Now
@@ -91,9 +92,9 @@ func Migrate(ctx context.Context, g Mover, o MigrateOptions) (*Migration, error)
 			if round < migrateRounds {
 				continue // someone pushed meanwhile: take the branches again
 			}
-			err = infraf("%s and %s kept changing while the ledger moved: %w; run the migration again, it continues where it stopped", o.From, o.To, err)
+			err = errkind.Infraf("%s and %s kept changing while the ledger moved: %w; run the migration again, it continues where it stopped", o.From, o.To, err)
 		}
-		return m, kinded(err)
+		return m, errkind.Default(err, errkind.ErrInfra)
 	}
 }
 
@@ -101,10 +102,10 @@ func Migrate(ctx context.Context, g Mover, o MigrateOptions) (*Migration, error)
 func migrate(ctx context.Context, g Mover, o MigrateOptions) (*Migration, error) {
 	source, err := g.FetchBranch(ctx, o.From)
 	if err != nil {
-		return nil, infraf("fetching %s: %w", o.From, err)
+		return nil, errkind.Infraf("fetching %s: %w", o.From, err)
 	}
 	if source == "" {
-		return nil, usagef("the remote has no branch %s: there is no ledger there to move", o.From)
+		return nil, errkind.Usagef("the remote has no branch %s: there is no ledger there to move", o.From)
 	}
 	src, err := readLedger(g, o.From, source, o)
 	if err != nil {
@@ -112,7 +113,7 @@ func migrate(ctx context.Context, g Mover, o MigrateOptions) (*Migration, error)
 	}
 	defer src.close()
 	if src.events == 0 {
-		return nil, usagef("%s (commit %.12s) holds no ledger in %s: there is nothing to move (the first run on %s starts a new one)",
+		return nil, errkind.Usagef("%s (commit %.12s) holds no ledger in %s: there is nothing to move (the first run on %s starts a new one)",
 			o.From, source, ledger.Dir, o.To)
 	}
 	m := &Migration{From: o.From, To: o.To, Source: source}
@@ -123,13 +124,13 @@ func migrate(ctx context.Context, g Mover, o MigrateOptions) (*Migration, error)
 		retired, m.Left = source, LeftRetired
 		m.Source, m.Seq = src.st.Moved.Commit, src.st.Moved.Seq
 	case home != "" && home != o.From:
-		return nil, usagef("the ledger on %s moved to %s at %s: move it from there (--from %s)",
+		return nil, errkind.Usagef("the ledger on %s moved to %s at %s: move it from there (--from %s)",
 			o.From, home, src.st.Moved.At.UTC().Format(time.RFC3339), home)
 	}
 
 	target, err := g.FetchBranch(ctx, o.To)
 	if err != nil {
-		return nil, infraf("fetching %s: %w", o.To, err)
+		return nil, errkind.Infraf("fetching %s: %w", o.To, err)
 	}
 	if events, err := checkTarget(g, o, target, src); events > 0 || err != nil {
 		m.Already, m.Commit, m.Events = err == nil, target, events
@@ -158,7 +159,7 @@ func migrate(ctx context.Context, g Mover, o MigrateOptions) (*Migration, error)
 		case errors.Is(err, gitops.ErrRejected):
 			return nil, err
 		default:
-			return nil, infraf("recording the move on %s: %w; nothing was moved", o.From, err)
+			return nil, errkind.Infraf("recording the move on %s: %w; nothing was moved", o.From, err)
 		}
 	}
 	msg := fmt.Sprintf("astra: the ledger moves here from %s\n\nTaken from %s at %.12s; recorded as ledger.migrated.\n\n%s",
@@ -199,7 +200,7 @@ func checkTarget(g Mover, o MigrateOptions, target string, src *ledgerTree) (don
 			return 0, err
 		}
 	}
-	return 0, usagef("%s already holds another ledger (newest event seq %d, at %s) that the one on %s does not continue: "+
+	return 0, errkind.Usagef("%s already holds another ledger (newest event seq %d, at %s) that the one on %s does not continue: "+
 		"astra will not overwrite it. If it is a leftover, delete that branch (`git push origin --delete %s`) and move again.",
 		o.To, dst.tail.Seq, dst.tail.TS.UTC().Format(time.RFC3339), o.From, o.To)
 }
@@ -208,12 +209,12 @@ func checkTarget(g Mover, o MigrateOptions, target string, src *ledgerTree) (don
 // retired; "" when it did not), that the move did not reach To, so runs
 // go on recording there; it returns cause saying so.
 func cancelMove(ctx context.Context, g Mover, o MigrateOptions, src *ledgerTree, j *state.Journal, retired string, cause error) error {
-	kind, hint := ErrInfra, ""
+	kind, hint := errkind.ErrInfra, ""
 	if errors.Is(cause, gitops.ErrProtected) {
-		kind, hint = ErrUsage, fmt.Sprintf("The remote refuses astra's pushes to %s: allow them (branch protection, rulesets), then move again.", o.To)
+		kind, hint = errkind.ErrUsage, fmt.Sprintf("The remote refuses astra's pushes to %s: allow them (branch protection, rulesets), then move again.", o.To)
 	}
 	if retired == "" {
-		return &Error{Kind: kind, Hint: hint, Err: fmt.Errorf("moving the ledger to %s: %w; nothing was moved", o.To, cause)}
+		return &errkind.Error{Kind: kind, Hint: hint, Err: fmt.Errorf("moving the ledger to %s: %w; nothing was moved", o.To, cause)}
 	}
 	detail, _ := json.Marshal(state.MigrationDetail{From: o.From, To: o.To, Commit: src.st.Moved.Commit})
 	ev := &ledger.Event{Event: ledger.LedgerMigrated, Status: ledger.StatusFailed, Runner: o.RunnerID, Detail: detail,
@@ -225,11 +226,11 @@ func cancelMove(ctx context.Context, g Mover, o MigrateOptions, src *ledgerTree,
 		_, err = g.PushFiles(ctx, o.From, retired, ledgerPaths, src.files, msg)
 	}
 	if err != nil {
-		return &Error{Kind: ErrInfra, Err: fmt.Errorf("moving the ledger to %s: %w; and recording on %s that the move was cancelled failed: %v", o.To, cause, o.From, err),
+		return &errkind.Error{Kind: errkind.ErrInfra, Err: fmt.Errorf("moving the ledger to %s: %w; and recording on %s that the move was cancelled failed: %v", o.To, cause, o.From, err),
 			Hint: fmt.Sprintf("%s now says the ledger moved to %s, so runs refuse to record there. Run `astra ledger migrate --to-branch %s` again "+
 				"once %s takes astra's pushes: it completes the move.", o.From, o.To, o.To, o.To)}
 	}
-	return &Error{Kind: kind, Hint: hint, Err: fmt.Errorf("moving the ledger to %s: %w; the move was cancelled (recorded on %s as ledger.migrated, status failed) and the ledger stays on %s",
+	return &errkind.Error{Kind: kind, Hint: hint, Err: fmt.Errorf("moving the ledger to %s: %w; the move was cancelled (recorded on %s as ledger.migrated, status failed) and the ledger stays on %s",
 		o.To, cause, o.From, o.From)}
 }
 
@@ -252,11 +253,11 @@ func (t *ledgerTree) close() { _ = os.RemoveAll(t.root) }
 func readLedger(g Mover, branch, commit string, o MigrateOptions) (*ledgerTree, error) {
 	files, err := g.Files(commit, ledgerPaths...)
 	if err != nil {
-		return nil, infraf("reading the ledger of %s: %w", branch, err)
+		return nil, errkind.Infraf("reading the ledger of %s: %w", branch, err)
 	}
 	root, err := os.MkdirTemp("", "astra-ledger-")
 	if err != nil {
-		return nil, infraf("%w", err)
+		return nil, errkind.Infraf("%w", err)
 	}
 	t := &ledgerTree{root: root, files: files}
 	if err := t.load(branch, commit, o); err != nil {
@@ -274,7 +275,7 @@ func (t *ledgerTree) load(branch, commit string, o MigrateOptions) error {
 			err = os.WriteFile(full, data, 0o644)
 		}
 		if err != nil {
-			return infraf("%w", err)
+			return errkind.Infraf("%w", err)
 		}
 	}
 	t.store = ledger.Open(t.root, o.SegmentSize)
@@ -287,7 +288,7 @@ func (t *ledgerTree) load(branch, commit string, o MigrateOptions) error {
 			events, err = res.Events, verr
 		}
 		if err != nil {
-			return ledgerErr(fmt.Errorf("the ledger on %s (commit %.12s) is damaged: %w", branch, commit, err),
+			return errkind.Ledger(fmt.Errorf("the ledger on %s (commit %.12s) is damaged: %w", branch, commit, err),
 				"Nothing was moved. Check that branch out, run `astra ledger verify`, and repair or restore the ledger there first.")
 		}
 		if s == main {
@@ -296,7 +297,7 @@ func (t *ledgerTree) load(branch, commit string, o MigrateOptions) error {
 	}
 	var err error
 	if t.st, t.tail, err = state.Replay(main, o.Clock().UTC()); err != nil {
-		return ledgerErr(err, "")
+		return errkind.Ledger(err, "")
 	}
 	return nil
 }
@@ -309,7 +310,7 @@ func (t *ledgerTree) record(j *state.Journal, ev *ledger.Event) error {
 		prev = r[len(r)-1].Seq
 	}
 	if err := j.Record(ev); err != nil {
-		return ledgerErr(err, "")
+		return errkind.Ledger(err, "")
 	}
 	files := map[string][]byte{}
 	err := filepath.WalkDir(t.root, func(p string, d fs.DirEntry, err error) error {
@@ -326,7 +327,7 @@ func (t *ledgerTree) record(j *state.Journal, ev *ledger.Event) error {
 		t.segs, err = t.store.Segments()
 	}
 	if err != nil {
-		return infraf("%w", err)
+		return errkind.Infraf("%w", err)
 	}
 	t.files, t.events = files, t.events+ev.Seq-prev // a new month's checkpoint is a line too
 	return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/gittest"
 	"github.com/astra-gitops/astra/internal/ledger"
@@ -176,8 +177,8 @@ func TestMigrateCancelled(t *testing.T) {
 	mainBefore := gittest.Must(t, f.remote, "rev-parse", "main")
 	f.protect("main")
 	_, err := f.migrate(f.git, "astra-state", "main")
-	var re *Error
-	if !errors.As(err, &re) || !errors.Is(err, ErrUsage) || !errors.Is(err, gitops.ErrProtected) ||
+	var re *errkind.Error
+	if !errors.As(err, &re) || !errors.Is(err, errkind.ErrUsage) || !errors.Is(err, gitops.ErrProtected) ||
 		!strings.Contains(err.Error(), "the move was cancelled") || !strings.Contains(re.Hint, "refuses astra's pushes to main") {
 		t.Fatalf("move to a protected main = %v (hint %q)", err, re.Hint)
 	}
@@ -204,7 +205,7 @@ func TestMigrateResumes(t *testing.T) {
 		return nil
 	}}
 	_, err := f.migrate(broken, "main", "astra-state")
-	var re *Error
+	var re *errkind.Error
 	if !errors.As(err, &re) || !strings.Contains(re.Hint, "Run `astra ledger migrate --to-branch astra-state` again") {
 		t.Fatalf("half a move = %v", err)
 	}
@@ -235,7 +236,7 @@ func TestMigrateRefusesAnotherLedger(t *testing.T) {
 	gittest.Must(t, dir, "push", "-q", f.remote, "astra-state")
 	before := gittest.Must(t, f.remote, "rev-parse", "astra-state")
 	_, err := f.migrate(f.git, "main", "astra-state")
-	if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "astra-state already holds another ledger (newest event seq 1,") {
+	if !errors.Is(err, errkind.ErrUsage) || !strings.Contains(err.Error(), "astra-state already holds another ledger (newest event seq 1,") {
 		t.Fatalf("move onto another ledger = %v", err)
 	}
 	if gittest.Must(t, f.remote, "rev-parse", "astra-state") != before {

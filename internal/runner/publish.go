@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/state"
@@ -65,7 +66,7 @@ var errRaced = errors.New("another runner pushed first")
 func (s *session) publish(ctx context.Context, phase string) error {
 	// The state snapshot goes into the commit of the events it covers.
 	if err := s.j.SaveSnapshot(); err != nil {
-		return infraf("writing the state snapshot: %w", err)
+		return errkind.Infraf("writing the state snapshot: %w", err)
 	}
 	g := s.r.git
 	if g == nil || s.r.opts.DryRun {
@@ -85,7 +86,7 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	}
 	hash, changed, err := g.Commit(msg, dedupe(paths)...)
 	if err != nil {
-		return infraf("committing the ledger: %w", err)
+		return errkind.Infraf("committing the ledger: %w", err)
 	}
 	s.j.Committed()
 	if changed {
@@ -135,7 +136,7 @@ var ledgerPaths = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/" + ledge
 // the worktree.
 func (r *Runner) pull(ctx context.Context) error {
 	if err := r.git.Sync(ctx); err != nil && !errors.Is(err, gitops.ErrNoRemoteBranch) {
-		return infraf("fetching the remote ledger: %w", err)
+		return errkind.Infraf("fetching the remote ledger: %w", err)
 	}
 	if err := r.checkStateBranch(); err != nil {
 		return err
@@ -159,7 +160,7 @@ func (s *session) finish(ctx context.Context) error {
 		}
 		s.report.Raced++
 		if round >= maxRounds {
-			return s.spill(ctx, infraf("the push was rejected %d times: other runners keep pushing first: %w", round+1, err))
+			return s.spill(ctx, errkind.Infraf("the push was rejected %d times: other runners keep pushing first: %w", round+1, err))
 		}
 		pending := s.j.Recorded()[s.pushed:]
 		kept, err := s.keepWrites()
@@ -202,7 +203,7 @@ func (s *session) reapply(pending []*ledger.Event) error {
 	store := ledger.Open(s.r.opts.Root, s.r.opts.SegmentSize)
 	st, tail, err := state.Replay(store, s.now)
 	if err != nil {
-		return infraf("replaying the remote ledger: %w", err)
+		return errkind.Infraf("replaying the remote ledger: %w", err)
 	}
 	j := state.NewJournal(store, st, tail, s.r.opts.Clock, false)
 	var keep []*ledger.Event

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/gate"
 	"github.com/astra-gitops/astra/internal/identity"
@@ -26,7 +27,7 @@ func (r *Runner) Rollback(ctx context.Context, run string, id identity.Identity,
 	if rep != nil && ctx.Err() != nil {
 		rep.Interrupted = true
 	}
-	return rep, kinded(err)
+	return rep, errkind.Default(err, errkind.ErrInfra)
 }
 
 func (r *Runner) rollback(ctx context.Context, run string, id identity.Identity, force bool) (*Report, error) {
@@ -40,7 +41,7 @@ func (r *Runner) rollback(ctx context.Context, run string, id identity.Identity,
 	found, err := introspect.Tasks(ledger.Open(r.opts.Root, r.opts.SegmentSize), s.now,
 		introspect.Query{Status: "all", Since: s.now.Add(-state.RollbackWindow)})
 	if err != nil {
-		return nil, ledgerErr(err, "")
+		return nil, errkind.Ledger(err, "")
 	}
 	var target *introspect.Task
 	for i := range found {
@@ -52,23 +53,23 @@ func (r *Runner) rollback(ctx context.Context, run string, id identity.Identity,
 	}
 	if target == nil {
 		if m := introspect.Missing(ledger.Open(r.opts.Root, r.opts.SegmentSize), s.now.Add(-state.RollbackWindow)); m != "" {
-			return nil, usagef("no completed run %q in the ledger here; %s", run, m)
+			return nil, errkind.Usagef("no completed run %q in the ledger here; %s", run, m)
 		}
-		return nil, usagef("no completed run %q in the last two months (see `astra tasks list --status completed`)", run)
+		return nil, errkind.Usagef("no completed run %q in the last two months (see `astra tasks list --status completed`)", run)
 	}
 	sc := r.cfg.Schedule(target.ScheduleID)
 	if sc == nil {
-		return nil, usagef("schedule %s of run %s is no longer configured", target.ScheduleID, run)
+		return nil, errkind.Usagef("schedule %s of run %s is no longer configured", target.ScheduleID, run)
 	}
 	if err := s.permit(ctx, model.VerbRollback, target.RunID, id, sc); err != nil {
 		return s.report, s.refused(ctx, err)
 	}
 	if at, done := s.state().RolledBack[target.RunID]; done && !force {
-		return nil, usagef("run %s was already rolled back at %s; rolling back twice needs --force", target.RunID, at.UTC().Format(time.RFC3339))
+		return nil, errkind.Usagef("run %s was already rolled back at %s; rolling back twice needs --force", target.RunID, at.UTC().Format(time.RFC3339))
 	}
 	tool := r.cfg.Policies.Tools[sc.TargetTool]
 	if tool == nil || len(tool.Rollback) == 0 {
-		return nil, usagef("tool %s has no rollback command: undo %s by hand (rollback is best-effort)", sc.TargetTool, target.RunID)
+		return nil, errkind.Usagef("tool %s has no rollback command: undo %s by hand (rollback is best-effort)", sc.TargetTool, target.RunID)
 	}
 	comp := *tool
 	comp.Kind, comp.Command, comp.DryRunSupported = model.KindExec, tool.Rollback, false

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/astra-gitops/astra/internal/approval"
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/gate"
 	"github.com/astra-gitops/astra/internal/gitops"
@@ -95,14 +96,14 @@ func (r *Runner) run(ctx context.Context, command string, decide func(*session) 
 	}
 	r.finishReport(rep)
 	if err == nil && rep != nil && len(rep.InfraErrors) > 0 {
-		err = infraf("%d git or GitHub failure(s) this run outlived (recorded; everything else ran): %s",
+		err = errkind.Infraf("%d git or GitHub failure(s) this run outlived (recorded; everything else ran): %s",
 			len(rep.InfraErrors), strings.Join(rep.InfraErrors, "; "))
 	}
 	if rep != nil && r.opts.CI && len(r.opts.Secret) == 0 && r.forge != nil && r.approvalsPossible() {
 		rep.Warnings = append(rep.Warnings, "ASTRA_APPROVAL_SECRET is not set, so approval tokens are not signed: the ledger still binds each "+
 			"approval to its pull request, but set the secret for a second layer (`openssl rand -hex 32 | gh secret set ASTRA_APPROVAL_SECRET`)")
 	}
-	return rep, kinded(err)
+	return rep, errkind.Default(err, errkind.ErrInfra)
 }
 
 // approvalsPossible reports whether any schedule can need an approval.
@@ -128,7 +129,7 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 		s.report.Raced = raced
 		s.report.Warnings = append(s.report.Warnings, plan.ClockWarnings(r.cfg, s.state(), s.newest, s.now)...)
 		if err := s.mergeSpills(ctx); err != nil {
-			return nil, infraf("merging spilled events: %w", err)
+			return nil, errkind.Infraf("merging spilled events: %w", err)
 		}
 		if err := s.syncSchedules(); err != nil {
 			return nil, err
@@ -167,7 +168,7 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 				}
 				if errors.Is(err, errRaced) {
 					reason, why = ledger.ReasonDuplicate, "claim not pushed: other runners kept pushing first; the next run takes it"
-					err = infraf("other runners pushed first %d times; nothing ran: %w", round+1, err)
+					err = errkind.Infraf("other runners pushed first %d times; nothing ran: %w", round+1, err)
 				}
 				for _, t := range tasks {
 					t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionSkipped, reason, why

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
@@ -150,7 +151,7 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	}
 	st, tail, err := state.Replay(store, now)
 	if errors.Is(err, state.ErrIncomplete) && !r.opts.DryRun {
-		if st, tail, err = r.widen(ctx, store, s, err); errors.Is(err, ErrInfra) {
+		if st, tail, err = r.widen(ctx, store, s, err); errors.Is(err, errkind.ErrInfra) {
 			return nil, err
 		}
 	}
@@ -162,10 +163,10 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 		st, tail, err = state.Replay(store, now)
 	}
 	if errors.As(err, &ce) {
-		return nil, ledgerErr(err, RepairHint(ce))
+		return nil, errkind.Ledger(err, RepairHint(ce))
 	}
 	if err != nil {
-		return nil, ledgerErr(err, "")
+		return nil, errkind.Ledger(err, "")
 	}
 	if err := r.checkHome(st); err != nil {
 		return nil, err
@@ -197,7 +198,7 @@ func (r *Runner) widen(ctx context.Context, store *ledger.Store, s *session, inc
 	pattern := "/" + ledger.Dir + "/" + segs[len(segs)-1].Month + ".*"
 	if err := w.Widen(ctx, ledger.Dir, pattern); err != nil {
 		// The remote or the network, most likely: the next run tries again.
-		return nil, ledger.Tail{}, infraf("%w; fetching the month's ledger files for it failed: %s", incomplete, r.opts.Redact.String(err.Error()))
+		return nil, ledger.Tail{}, errkind.Infraf("%w; fetching the month's ledger files for it failed: %s", incomplete, r.opts.Redact.String(err.Error()))
 	}
 	s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("this sparse checkout did not hold the month's ledger files a replay needs, so they were fetched once "+
 		"(git sparse-checkout add %s); the snapshot this run writes lets the next fresh checkout start from it again", pattern))
@@ -219,13 +220,13 @@ func RepairLedger(root string, segmentSize int64, clock func() time.Time, sizes 
 	for _, store := range []*ledger.Store{main, ledger.OpenApprovalLog(root), ledger.OpenDir(root, state.MemoryDir, 0)} {
 		segs, err := store.Segments()
 		if err != nil {
-			return nil, ledgerErr(err, "")
+			return nil, errkind.Ledger(err, "")
 		}
 		_, err = ledger.Verify(root, segs)
 		var ce *ledger.CorruptError
 		if !errors.As(err, &ce) {
 			if err != nil {
-				return nil, kinded(err)
+				return nil, errkind.Default(err, errkind.ErrInfra)
 			}
 			continue
 		}
@@ -236,21 +237,21 @@ func RepairLedger(root string, segmentSize int64, clock func() time.Time, sizes 
 		rep, err := store.Repair(segs, ce, opts)
 		switch {
 		case errors.Is(err, ledger.ErrNotRepairable):
-			return nil, ledgerErr(err, "") // the message says how to restore it
+			return nil, errkind.Ledger(err, "") // the message says how to restore it
 		case err != nil:
-			return nil, ledgerErr(err, RepairHint(ce))
+			return nil, errkind.Ledger(err, RepairHint(ce))
 		}
 		st, tail, err := state.Replay(main, clock().UTC())
 		if err != nil {
-			return nil, ledgerErr(fmt.Errorf("still broken after repair: %w", err), "")
+			return nil, errkind.Ledger(fmt.Errorf("still broken after repair: %w", err), "")
 		}
 		detail, _ := json.Marshal(rep)
 		j := state.NewJournal(main, st, tail, clock, false)
 		if err := j.Record(&ledger.Event{Event: ledger.LedgerRepaired, Status: ledger.StatusOK, Detail: detail,
 			Error: fmt.Sprintf("cut %d bytes at offset %d of %s, kept %d complete lines", rep.Dropped, rep.Offset, rep.File, rep.Salvaged)}); err != nil {
-			return rep, kinded(err)
+			return rep, errkind.Default(err, errkind.ErrInfra)
 		}
-		return rep, kinded(j.SaveSnapshot()) // it may follow a line that was cut
+		return rep, errkind.Default(j.SaveSnapshot(), errkind.ErrInfra) // it may follow a line that was cut
 
 	}
 	return nil, nil

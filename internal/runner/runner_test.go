@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/identity"
@@ -119,7 +120,7 @@ func TestSpillAfterLastRound(t *testing.T) {
 		}
 	}
 	rep, err := e.runner("2026-11-22T09:00:30Z").RunDue(context.Background())
-	if !errors.Is(err, ErrInfra) || !errors.Is(err, gitops.ErrRejected) {
+	if !errors.Is(err, errkind.ErrInfra) || !errors.Is(err, gitops.ErrRejected) {
 		t.Fatalf("want an infrastructure error caused by rejected pushes, got %v", err)
 	}
 	if rep == nil || rep.Spilled == "" || len(e.remote.spills) != 1 {
@@ -146,7 +147,7 @@ func TestClaimPushFailsNothingRuns(t *testing.T) {
 	cause := errors.New("connection reset")
 	e.remote.pushErrs = []error{cause}
 	rep, err := e.runner("2026-11-22T09:00:30Z").RunDue(context.Background())
-	if !errors.Is(err, ErrInfra) || !errors.Is(err, cause) {
+	if !errors.Is(err, errkind.ErrInfra) || !errors.Is(err, cause) {
 		t.Fatalf("got %v", err)
 	}
 	if e.exec.runs("a") != 0 {
@@ -225,16 +226,16 @@ func TestErrorsHaveKinds(t *testing.T) {
 	e := newEnv(t, daily)
 	e.git.commitErr = errors.New("disk full")
 	_, err := e.runner("2026-11-22T08:00:00Z").RunDue(context.Background())
-	if !errors.Is(err, ErrInfra) || !strings.HasPrefix(err.Error(), "committing the ledger: disk full") {
+	if !errors.Is(err, errkind.ErrInfra) || !strings.HasPrefix(err.Error(), "committing the ledger: disk full") {
 		t.Fatalf("commit failure: %v", err)
 	}
 	e.git.commitErr = nil
 	_, err = e.runner("2026-11-22T08:00:00Z").Rollback(context.Background(), "nope", identity.PullRequestIdentity("octocat"), false)
-	if !errors.Is(err, ErrUsage) {
+	if !errors.Is(err, errkind.ErrUsage) {
 		t.Fatalf("unknown run: %v", err)
 	}
 	_, err = e.runner("2026-11-22T08:00:00Z").Trigger(context.Background(), TriggerRequest{Event: "nothing.listens"})
-	if !errors.Is(err, ErrUsage) {
+	if !errors.Is(err, errkind.ErrUsage) {
 		t.Fatalf("unknown event: %v", err)
 	}
 }

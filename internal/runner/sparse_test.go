@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/astra-gitops/astra/internal/config"
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/gittest"
@@ -246,7 +247,7 @@ func TestWidenFailureIsInfrastructure(t *testing.T) {
 	r := New(e.cfg, Options{Root: e.dir, Clock: func() time.Time { return time.Date(2026, 11, 22, 15, 0, 30, 0, time.UTC) }, RunnerID: "test", SegmentSize: 256,
 		Sleep: func(context.Context, time.Duration) error { return nil }}, e.exec, w, nil)
 	_, err = r.RunDue(context.Background())
-	if w.called != 1 || !errors.Is(err, ErrInfra) || !errors.Is(err, state.ErrIncomplete) {
+	if w.called != 1 || !errors.Is(err, errkind.ErrInfra) || !errors.Is(err, state.ErrIncomplete) {
 		t.Fatalf("widened %d times; error %v", w.called, err)
 	}
 	if after, _ := os.ReadFile(filepath.Join(e.dir, segs[len(segs)-1].Path)); !bytes.Equal(before, after) {

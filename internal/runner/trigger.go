@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
@@ -45,7 +46,7 @@ func (r *Runner) Trigger(ctx context.Context, req TriggerRequest) (*Report, erro
 		}
 	}
 	if len(scheds) == 0 {
-		return nil, usagef("no enabled schedule has on_event: %s", req.Event)
+		return nil, errkind.Usagef("no enabled schedule has on_event: %s", req.Event)
 	}
 	if err := r.Permit(ctx, model.VerbTrigger, req.Event, req.By, nil); err != nil {
 		return nil, err
@@ -57,7 +58,7 @@ func (r *Runner) Trigger(ctx context.Context, req TriggerRequest) (*Report, erro
 				if err := s.record(&ledger.Event{Event: ledger.TriggerRefused, Status: ledger.StatusRefused, Reason: "replay", Error: why + " (event " + req.Event + ")"}); err != nil {
 					return nil, err
 				}
-				return nil, usagef("trigger %s refused: %s; nothing ran (recorded)", req.Event, why)
+				return nil, errkind.Usagef("trigger %s refused: %s; nothing ran (recorded)", req.Event, why)
 			}
 		}
 		d, _ := json.Marshal(map[string]any{"key": key, "signature": req.Signature, "identity": req.By.String()})
