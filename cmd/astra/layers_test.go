@@ -20,6 +20,7 @@ var layers = map[string][]string{
 	"internal/diag":              {},
 	"internal/redact":            {},
 	"internal/errkind":           {},
+	"internal/seal":              {},
 	"internal/cron":              {},
 	"internal/repofs":            {},
 	"internal/money":             {},
