@@ -34,7 +34,7 @@ var layers = map[string][]string{
 	"internal/scaffold":          {"internal/buildinfo"},
 	"scripts/action":             {}, // tests of the GitHub Action's scripts
 	"internal/model":             {"internal/cron", "internal/diag", "internal/money"},
-	"internal/config":            {"internal/cron", "internal/diag", "internal/model", "internal/money", "internal/redact", "internal/repofs"},
+	"internal/config":            {"internal/cron", "internal/diag", "internal/model", "internal/money", "internal/redact", "internal/repofs", "internal/seal"},
 	"internal/state":             {"internal/ledger", "internal/money", "internal/repofs"},
 	"internal/ledger/ledgertest": {"internal/ledger", "internal/money"},
 	"internal/forge/githubtest":  {},

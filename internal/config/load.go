@@ -339,6 +339,7 @@ func (m *merger) add(rel string, doc *yaml.Node, p *model.Policies) {
 		}
 	}
 	m.addIdentity(rel, doc, p)
+	m.addTrust(rel, doc, p)
 }
 
 // lookup finds the key node section.name in a mapping document.

@@ -36,6 +36,7 @@ func validate(root string, cfg *model.Config, policies bool, diags *diag.List) {
 	validateTools(root, p, diags)
 	validatePolicies(cfg, diags)
 	validateIdentity(cfg, diags)
+	validateTrust(cfg, diags)
 	ids := map[string]*model.Schedule{}
 	for _, s := range cfg.Schedules {
 		validateSchedule(cfg, s, policies, diags)

@@ -25,6 +25,8 @@ type Policies struct {
 	Permissions  map[string][]string `yaml:"permissions" json:"permissions" doc:"Verb (approve, reject, resume, dead_letter_retry, memory_purge, run, trigger, rollback, init_force) to the roles allowed; a verb left out takes approve's roles."`
 	Identities   map[string]string   `yaml:"identities" json:"identities" doc:"git config user.email to GitHub login, for commands run outside CI."`
 	Issuers      []*Issuer           `yaml:"issuers" json:"issuers" doc:"OIDC issuers whose JWTs may trigger events."`
+	Trust        Trust               `yaml:"trust" json:"trust" doc:"What the repository's trust rests on: the ledger key, its GitHub environment, an accepted risk."`
+	SigningKeys  map[string][]string `yaml:"signing_keys" json:"signing_keys,omitempty" doc:"GitHub login to the SSH public keys its local approvals are signed with (astra approve signs with ssh-keygen)."`
 }
 
 // Tool is one entry of the tool catalog (seed 003 ToolMetadata plus how to run it).

@@ -44,7 +44,7 @@ type PublicKey struct{ key ssh.PublicKey }
 func ParsePublicKey(s string) (PublicKey, error) {
 	k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(strings.TrimSpace(s)))
 	if err != nil {
-		return PublicKey{}, fmt.Errorf("not an SSH public key (want a line such as \"ssh-ed25519 AAAA...\"): %w", err)
+		return PublicKey{}, errors.New(`not an SSH public key (want a line such as "ssh-ed25519 AAAA...")`)
 	}
 	return PublicKey{k}, nil
 }
