@@ -233,7 +233,7 @@ func (v *Verifier) getJSON(ctx context.Context, u string, out any) error {
 	req.Header.Set("Accept", "application/json")
 	resp, err := v.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("fetch %s: %w", u, err)
+		return err // a *url.Error: it names the method and the URL
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
