@@ -18,6 +18,7 @@ var layers = map[string][]string{
 	"internal/cli":               {"*"}, // wiring: parses, calls, prints
 	"scripts/testsummary":        {},
 	"internal/diag":              {},
+	"internal/ui":                {},
 	"internal/redact":            {},
 	"internal/errkind":           {},
 	"internal/cron":              {},
@@ -46,7 +47,8 @@ var layers = map[string][]string{
 	"internal/identity":          {"internal/model"},
 	"internal/runner": {"internal/approval", "internal/executor", "internal/forge", "internal/gate", "internal/gitops", "internal/identity",
 		"internal/introspect", "internal/ledger", "internal/memory", "internal/model", "internal/money", "internal/plan", "internal/redact", "internal/state", "internal/telemetry"},
-	"internal/report": {"internal/diag", "internal/introspect", "internal/ledger", "internal/model", "internal/money", "internal/runner", "internal/state"},
+	"internal/report": {"internal/diag", "internal/introspect", "internal/ledger", "internal/model", "internal/money", "internal/runner", "internal/state",
+		"internal/ui"},
 }
 
 // everywhere are leaves every package may import: the error vocabulary.

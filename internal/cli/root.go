@@ -24,6 +24,7 @@ import (
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/repofs"
 	"github.com/astra-gitops/astra/internal/telemetry"
+	"github.com/astra-gitops/astra/internal/ui"
 )
 
 // app is the state shared by commands of one invocation.
@@ -31,27 +32,39 @@ type app struct {
 	started time.Time // by the wall clock, never --now: compared with file times
 	v       *viper.Viper
 	stdin   io.Reader
-	stdout  io.Writer
-	stderr  io.Writer
+	stdout  io.Writer // through the ui funnel: cleaned of control characters
+	stderr  io.Writer // likewise
+	tty     bool      // stdout is a terminal
+	errTTY  bool      // stderr is a terminal
 	getenv  func(string) string
 	cfg     *model.Config // the configuration of the run, once loaded
 	tracer  *telemetry.Tracer
 }
 
+// newApp is the state of one invocation. Everything astra prints goes
+// through ui.Writers: what a tool, a name or GitHub said cannot drive the
+// terminal; colour passes only to a terminal, and not under NO_COLOR.
+func newApp(stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) *app {
+	a := &app{v: viper.New(), stdin: stdin, getenv: getenv, started: time.Now(), tty: isTerminal(stdout), errTTY: isTerminal(stderr)}
+	a.stdout = ui.NewWriter(stdout, a.tty && getenv("NO_COLOR") == "")
+	a.stderr = ui.NewWriter(stderr, false)
+	return a
+}
+
 // Execute runs astra with args and returns the process exit code.
 func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	a := &app{v: viper.New(), stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, started: time.Now()}
+	a := newApp(stdin, stdout, stderr, getenv)
 	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
 	err := root.ExecuteContext(ctx)
 	if err != nil {
-		printError(stderr, err)
+		printError(a.stderr, err)
 	}
 	if err := a.tracer.Shutdown(context.WithoutCancel(ctx)); err != nil {
-		fmt.Fprintf(stderr, "astra: warning: %v\n", err) // tracing never fails a run
+		fmt.Fprintf(a.stderr, "astra: warning: %v\n", err) // tracing never fails a run
 	}
 	return exitCode(ctx, err)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/astra-gitops/astra/internal/diag"
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/report"
 )
 
 func (a *app) validateCmd() *cobra.Command {
@@ -44,7 +45,7 @@ Exit status 2 when there is any error.`,
 					count(len(cfg.Policies.Actors), "actor"), count(diags.Errors(), "error"), count(len(diags)-diags.Errors(), "warning"))
 			}
 			if a.inGitHubActions() {
-				diags.WriteGitHub(a.stdout)
+				report.DiagnosticAnnotations(a.stdout, diags)
 			}
 			if diags.Errors() > 0 {
 				return errkind.Reported(errkind.ErrUsage)
@@ -96,7 +97,7 @@ func (a *app) loadConfig() (*model.Config, error) {
 			}
 		}
 		if a.inGitHubActions() {
-			diags.WriteGitHub(a.stdout)
+			report.DiagnosticAnnotations(a.stdout, diags)
 		}
 		return nil, errkind.Usagef("configuration has %d error(s); nothing ran (see `astra validate`)", diags.Errors())
 	}

@@ -92,7 +92,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 	if opts.MaxParallel == 0 {
 		opts.MaxParallel = a.v.GetInt("run.max_parallel")
 	}
-	if a.verbose() || isTerminal(a.stderr) {
+	if a.verbose() || a.errTTY {
 		opts.Progress = a.stderr
 	}
 	exec := executor.New(executor.Options{Redactor: red, Builtin: tools.Builtin(cfg, a.store(), a.now), GitHub: githubTools(fc)})
