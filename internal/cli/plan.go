@@ -175,13 +175,14 @@ func (a *app) printJobs(p *runner.Plan, dryRun bool) {
 
 // runClaim is `astra run --claim KEY` (default $ASTRA_CLAIM): the job of a
 // plan's matrix runs the task its plan claimed.
-func (a *app) runClaim(ctx context.Context, args []string, claim, key string, f runFlags) error {
+func (a *app) runClaim(ctx context.Context, o runOptions) error {
 	switch {
-	case len(args) > 0 && claim != "":
+	case o.schedule != "" && o.claim != "":
 		return errkind.Usagef("give a schedule or --claim, not both")
-	case key != "":
+	case o.key != "":
 		return errkind.Usagef("--idempotency-key names a manual run; a claim is run by its own key (--claim)")
 	}
+	claim := o.claim
 	if claim == "" {
 		claim = strings.TrimSpace(a.getenv("ASTRA_CLAIM"))
 	}
@@ -192,7 +193,7 @@ func (a *app) runClaim(ctx context.Context, args []string, claim, key string, f 
 	if err != nil {
 		return err
 	}
-	r, err := a.newRunner(cfg, f, plan.Filter{}, 1)
+	r, err := a.newRunner(cfg, o.run, plan.Filter{}, 1)
 	if err != nil {
 		return err
 	}

@@ -78,7 +78,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 	red := a.redactor()
 	fc, err := a.forgeClient()
 	if err != nil {
-		return nil, errkind.Usagef("%w", err)
+		return nil, err
 	}
 	if a.tracer, err = telemetry.Setup(context.Background(), telemetry.Options{Getenv: a.getenv, Redact: red.String, Version: buildinfo.Version()}); err != nil {
 		return nil, errkind.Usagef("tracing: %w", err)
@@ -114,7 +114,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 			// A plain directory: the ledger is written, nothing is committed
 			// (the report says so).
 		default:
-			return nil, &errkind.Error{Kind: errkind.ErrInfra, Err: err}
+			return nil, errkind.Default(err, errkind.ErrInfra)
 		}
 	}
 	var approvals runner.Forge
