@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/introspect"
@@ -124,11 +125,19 @@ func (a *app) printTasks(ts []introspect.Task) error {
 	})
 }
 
+// truncate shortens s to n characters, the last an ellipsis; it never
+// cuts a character in two.
 func truncate(s string, n int) string {
-	if len(s) <= n {
+	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	return s[:n-1] + "…"
+	i, kept := 0, 0
+	for kept < n-1 {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		kept++
+	}
+	return s[:i] + "…"
 }
 
 // count is "1 error", "2 errors": a number and its noun, in the right number.

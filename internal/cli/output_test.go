@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/runner"
@@ -17,7 +18,11 @@ import (
 func testApp(t *testing.T, repo string, env map[string]string) (a *app, stdout, stderr *bytes.Buffer) {
 	t.Helper()
 	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
-	a = newApp(strings.NewReader(""), stdout, stderr, func(k string) string { return env[k] })
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	a = newApp(strings.NewReader(""), stdout, stderr, environ)
 	setDefaults(a.v)
 	a.v.Set("repo", repo)
 	return a, stdout, stderr
@@ -76,3 +81,36 @@ func TestUntrustedTextReachesNoTerminal(t *testing.T) {
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+func TestTruncate(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"a bit too long", 10, "a bit too…"},
+		{"日本語のエラーメッセージ", 5, "日本語の…"},
+		{"ok ✅✅✅", 5, "ok ✅…"},
+	} {
+		got := truncate(c.in, c.n)
+		if got != c.want || !utf8.ValidString(got) {
+			t.Errorf("truncate(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}
+
+// TestRedactorReadsTheInjectedEnvironment: the secrets hidden are those
+// of the environment the invocation was given, not the process's.
+func TestRedactorReadsTheInjectedEnvironment(t *testing.T) {
+	t.Setenv("PROCESS_API_TOKEN", "process-token-value-1")
+	a, _, _ := testApp(t, t.TempDir(), map[string]string{"DEPLOY_API_TOKEN": "injected-token-value-2", "GITHUB_TOKEN": "ghs_short"})
+	got := a.redactor().String("deploy with injected-token-value-2 and ghs_short, process-token-value-1 untouched")
+	if strings.Contains(got, "injected-token-value-2") || strings.Contains(got, "ghs_short") {
+		t.Errorf("injected secrets not hidden: %q", got)
+	}
+	if !strings.Contains(got, "process-token-value-1") {
+		t.Errorf("the process environment was read: %q", got)
+	}
+}

@@ -41,9 +41,10 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	f.gitRequired = true
 }
 
-// secretEnv is the environment's secret values, for redaction.
+// redactor hides the secrets of this invocation's environment: values of
+// secret-looking names, the GitHub token and the approval secret.
 func (a *app) redactor() *redact.Redactor {
-	return redact.FromEnv(os.Environ()).With(a.getenv("GITHUB_TOKEN"), a.getenv("ASTRA_APPROVAL_SECRET"))
+	return redact.FromEnv(a.environ).With(a.getenv("GITHUB_TOKEN"), a.getenv("ASTRA_APPROVAL_SECRET"))
 }
 
 // runnerID names this runner in claims: the GitHub Actions run, or host and pid.
@@ -84,7 +85,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 		return nil, errkind.Usagef("tracing: %w", err)
 	}
 	opts := runner.Options{
-		Root: a.repo(), Clock: a.clock, DryRun: f.dryRun, Limit: limit, Filter: filter, Repair: f.repair,
+		Root: a.repo(), Clock: a.now, DryRun: f.dryRun, Limit: limit, Filter: filter, Repair: f.repair,
 		NoPush: f.noPush || !a.v.GetBool("git.push"), RunnerID: a.runnerID(), SegmentSize: a.v.GetInt64("ledger.segment_size"),
 		OutputTail: a.v.GetInt("ledger.output_tail"), Secret: []byte(a.getenv("ASTRA_APPROVAL_SECRET")), Getenv: a.getenv,
 		Redact: red, MaxParallel: f.maxParallel, CI: a.inGitHubActions(), Tracer: a.tracer, TraceParent: a.getenv("TRACEPARENT"),
