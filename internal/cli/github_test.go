@@ -29,14 +29,12 @@ func (c *ciRun) run(now string, args ...string) (string, int) {
 	dir := filepath.Join(c.t.TempDir(), "clone")
 	gittest.Must(c.t, ".", "clone", "-q", "file://"+c.srv.RepoDir(), dir)
 	var stdout, stderr bytes.Buffer
-	getenv := func(k string) string {
-		if v, ok := c.env[k]; ok {
-			return v
-		}
-		return os.Getenv(k)
+	environ := os.Environ()
+	for k, v := range c.env {
+		environ = append(environ, k+"="+v) // the last of a name counts
 	}
 	argv := append([]string{"--repo", dir, "--now", now}, args...)
-	code := Execute(context.Background(), argv, strings.NewReader(""), &stdout, &stderr, getenv)
+	code := Execute(context.Background(), argv, strings.NewReader(""), &stdout, &stderr, environ)
 	c.t.Logf("astra %s -> %d\n%s%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
 	return stdout.String() + stderr.String(), code
 }

@@ -22,15 +22,20 @@ func byFlag(cmd *cobra.Command, by *string) {
 // who establishes the identity acting for verb on target. An identity
 // that cannot be established is refused, and the refusal recorded.
 func (a *app) who(ctx context.Context, r *runner.Runner, cfg *model.Config, verb, target, by string, f runFlags) (identity.Identity, error) {
-	id, err := identity.Resolve(identity.Env{
+	id, err := identity.Resolve(a.person(cfg, by, f))
+	if err != nil {
+		return id, r.Refuse(ctx, verb, target, id, err.Error())
+	}
+	return id, nil
+}
+
+// person is what identity.Resolve looks at to say who runs this command.
+func (a *app) person(cfg *model.Config, by string, f runFlags) identity.Env {
+	return identity.Env{
 		Getenv:     a.getenv,
 		GitEmail:   func() (string, error) { return gitops.UserEmail(a.repo()) },
 		Identities: cfg.Policies.Identities,
 		By:         by,
 		Unverified: f.dryRun || f.noPush,
-	})
-	if err != nil {
-		return id, r.Refuse(ctx, verb, target, id, err.Error())
 	}
-	return id, nil
 }

@@ -3,8 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os/exec"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,9 +14,14 @@ import (
 	"github.com/astra-gitops/astra/internal/scaffold"
 )
 
+// initOptions are `astra init`'s flags.
+type initOptions struct {
+	scaffold scaffold.Options
+	by       string
+}
+
 func (a *app) initCmd() *cobra.Command {
-	var opts scaffold.Options
-	var by string
+	var o initOptions
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Scaffold a working astra setup in this repository",
@@ -42,83 +45,92 @@ for long or uneven tasks, not for many short ones.`,
   astra init --fan-out --force   # switch the cron workflow to fan-out
   astra init --dry-run`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := a.permitInitForce(cmd.Context(), opts, by); err != nil {
-				return err
-			}
-			email, _ := gitops.UserEmail(a.repo())
-			if opts.Approver == "" {
-				opts.Approver = scaffold.LoginFromEmail(email)
-			}
-			if opts.Approver != "" {
-				opts.Email = email
-			}
-			res, err := scaffold.Init(a.repo(), opts)
-			if err != nil {
-				return errkind.Usage(err)
-			}
-			if a.json() {
-				if err := a.printJSON(res); err != nil {
-					return err
-				}
-			} else {
-				would := ""
-				if opts.DryRun {
-					would = "would be "
-				}
-				for _, l := range []struct {
-					what  string
-					files []string
-				}{{would + "created", res.Created}, {would + "replaced", res.Replaced}, {would + "appended to", res.Appended}, {"unchanged", res.Unchanged},
-					{"exists, differs", res.Conflicts}, {"skipped", res.Skipped}} {
-					for _, f := range l.files {
-						fmt.Fprintf(a.stdout, "  %-22s %s\n", l.what, f)
-					}
-				}
-			}
-			if len(res.Skipped) > 0 && !a.json() {
-				fmt.Fprintln(a.stdout, "  (examples skipped: this repository has its own schedules or policies)")
-			}
-			if len(res.Conflicts) > 0 {
-				return errkind.Usagef("%d file(s) exist with other content; nothing was written (rerun with --force to replace them)", len(res.Conflicts))
-			}
-			if opts.DryRun {
-				return nil
-			}
-			// The textconv driver lives in the clone's own config.
-			if out, err := exec.Command("git", "-C", a.repo(), "config", "diff.astra-ledger.textconv", "astra ledger cat").CombinedOutput(); err != nil && !a.json() {
-				fmt.Fprintf(a.stdout, "note: not a git repository, so no ledger diff driver was configured (%s)\n", strings.TrimSpace(string(out)))
-			}
-			cfg, diags, err := config.Load(a.repo())
-			if err != nil {
-				return err
-			}
-			if diags.Errors() > 0 {
-				for _, d := range diags {
-					fmt.Fprintln(a.stderr, d)
-				}
-				return errkind.Usagef("the setup does not validate; fix the errors above")
-			}
-			if !a.json() {
-				fmt.Fprintf(a.stdout, "\n%s validate. Next:\n  astra schedules next\n  astra run-due --dry-run\n  git add -A && git commit -m 'Add astra' && git push\n", count(len(cfg.Schedules), "schedule"))
-				if opts.Approver == "" && len(res.Skipped) == 0 {
-					fmt.Fprintln(a.stdout, "To add the approval example (an external tool that waits for a human), say who approves:\n  astra init --approver <your-github-login>")
-				} else if opts.Approver != "" {
-					fmt.Fprintf(a.stdout, "%s approves; try an approval with `astra run weekly_announcement`.\n", opts.Approver)
-					fmt.Fprintln(a.stdout, "Sign approval tokens too (recommended): openssl rand -hex 32 | gh secret set ASTRA_APPROVAL_SECRET")
-				}
-				fmt.Fprintln(a.stdout, "Approval pull requests opened with the default GITHUB_TOKEN do not trigger other workflows; see the README.")
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runInit(cmd.Context(), o) },
 	}
-	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace files that exist with other content")
-	cmd.Flags().StringVar(&opts.Owner, "owner", "", "CODEOWNERS owner of everything that decides what runs, e.g. @my-org/maintainers")
-	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would be written")
-	cmd.Flags().StringVar(&opts.Approver, "approver", "", "GitHub login (or @org/team) who may approve; adds the approval example (default: the login of a noreply git user.email)")
-	cmd.Flags().BoolVar(&opts.FanOut, "fan-out", false, "write the fan-out cron workflow: a plan job, then one job per claimed task")
-	byFlag(cmd, &by)
+	cmd.Flags().BoolVar(&o.scaffold.Force, "force", false, "replace files that exist with other content")
+	cmd.Flags().StringVar(&o.scaffold.Owner, "owner", "", "CODEOWNERS owner of everything that decides what runs, e.g. @my-org/maintainers")
+	cmd.Flags().BoolVar(&o.scaffold.DryRun, "dry-run", false, "show what would be written")
+	cmd.Flags().StringVar(&o.scaffold.Approver, "approver", "", "GitHub login (or @org/team) who may approve; adds the approval example (default: the login of a noreply git user.email)")
+	cmd.Flags().BoolVar(&o.scaffold.FanOut, "fan-out", false, "write the fan-out cron workflow: a plan job, then one job per claimed task")
+	byFlag(cmd, &o.by)
 	return cmd
+}
+
+// runInit is `astra init`.
+func (a *app) runInit(ctx context.Context, o initOptions) error {
+	opts := o.scaffold
+	if err := a.permitInitForce(ctx, opts, o.by); err != nil {
+		return err
+	}
+	email, _ := gitops.UserEmail(a.repo())
+	if opts.Approver == "" {
+		opts.Approver = scaffold.LoginFromEmail(email)
+	}
+	if opts.Approver != "" {
+		opts.Email = email
+	}
+	res, err := scaffold.Init(a.repo(), opts)
+	if err != nil {
+		return errkind.Usage(err)
+	}
+	if a.json() {
+		if err := a.printJSON(res); err != nil {
+			return err
+		}
+	} else {
+		a.printInit(res, opts.DryRun)
+	}
+	if len(res.Conflicts) > 0 {
+		return errkind.Usagef("%d file(s) exist with other content; nothing was written (rerun with --force to replace them)", len(res.Conflicts))
+	}
+	if opts.DryRun {
+		return nil
+	}
+	// The textconv driver lives in the clone's own config.
+	if err := gitops.SetConfig(a.repo(), "diff.astra-ledger.textconv", "astra ledger cat"); err != nil && !a.json() {
+		fmt.Fprintf(a.stdout, "note: not a git repository, so no ledger diff driver was configured (%v)\n", err)
+	}
+	cfg, diags, err := config.Load(a.repo())
+	if err != nil {
+		return err
+	}
+	if diags.Errors() > 0 {
+		for _, d := range diags {
+			fmt.Fprintln(a.stderr, d)
+		}
+		return errkind.Usagef("the setup does not validate; fix the errors above")
+	}
+	if !a.json() {
+		fmt.Fprintf(a.stdout, "\n%s validate. Next:\n  astra schedules next\n  astra run-due --dry-run\n  git add -A && git commit -m 'Add astra' && git push\n", count(len(cfg.Schedules), "schedule"))
+		if opts.Approver == "" && len(res.Skipped) == 0 {
+			fmt.Fprintln(a.stdout, "To add the approval example (an external tool that waits for a human), say who approves:\n  astra init --approver <your-github-login>")
+		} else if opts.Approver != "" {
+			fmt.Fprintf(a.stdout, "%s approves; try an approval with `astra run weekly_announcement`.\n", opts.Approver)
+			fmt.Fprintln(a.stdout, "Sign approval tokens too (recommended): openssl rand -hex 32 | gh secret set ASTRA_APPROVAL_SECRET")
+		}
+		fmt.Fprintln(a.stdout, "Approval pull requests opened with the default GITHUB_TOKEN do not trigger other workflows; see the README.")
+	}
+	return nil
+}
+
+// printInit lists what init wrote, or would write.
+func (a *app) printInit(res scaffold.Result, dryRun bool) {
+	would := ""
+	if dryRun {
+		would = "would be "
+	}
+	for _, l := range []struct {
+		what  string
+		files []string
+	}{{would + "created", res.Created}, {would + "replaced", res.Replaced}, {would + "appended to", res.Appended}, {"unchanged", res.Unchanged},
+		{"exists, differs", res.Conflicts}, {"skipped", res.Skipped}} {
+		for _, f := range l.files {
+			fmt.Fprintf(a.stdout, "  %-22s %s\n", l.what, f)
+		}
+	}
+	if len(res.Skipped) > 0 {
+		fmt.Fprintln(a.stdout, "  (examples skipped: this repository has its own schedules or policies)")
+	}
 }
 
 // permitInitForce checks that whoever replaces an existing setup with

@@ -92,7 +92,7 @@ func TestInterruptDuringTool(t *testing.T) {
 	run := func(args ...string) string {
 		t.Helper()
 		var out bytes.Buffer
-		if code := Execute(t.Context(), append([]string{"--repo", clone}, args...), strings.NewReader(""), &out, &out, os.Getenv); code != 0 {
+		if code := Execute(t.Context(), append([]string{"--repo", clone}, args...), strings.NewReader(""), &out, &out, os.Environ()); code != 0 {
 			t.Fatalf("astra %v: exit %d\n%s", args, code, out.String())
 		}
 		return out.String()
@@ -138,7 +138,7 @@ exit 0
 	clone, remote := interruptRepo(t, hook)
 	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(remote, "release"), nil, 0o644) })
 	var out bytes.Buffer
-	if code := Execute(t.Context(), []string{"--repo", clone, "run-due", "--now", "2026-11-22T00:00:30Z"}, strings.NewReader(""), &out, &out, os.Getenv); code != 0 {
+	if code := Execute(t.Context(), []string{"--repo", clone, "run-due", "--now", "2026-11-22T00:00:30Z"}, strings.NewReader(""), &out, &out, os.Environ()); code != 0 {
 		t.Fatalf("first run: exit %d\n%s", code, out.String())
 	}
 	code, stdout, stderr := interrupt(t, clone, filepath.Join(remote, "in-push"), syscall.SIGTERM, "run-due", "--only", "quick", "--now", "2026-11-22T02:00:30Z")

@@ -16,5 +16,5 @@ func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	context.AfterFunc(ctx, stop)
-	return Execute(ctx, args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	return Execute(ctx, args, os.Stdin, os.Stdout, os.Stderr, os.Environ())
 }

@@ -6,14 +6,17 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/introspect"
 	"github.com/astra-gitops/astra/internal/report"
 	"github.com/astra-gitops/astra/internal/runner"
 	"github.com/astra-gitops/astra/internal/state"
+	"github.com/astra-gitops/astra/internal/ui"
 )
 
 // finishRun prints a run's report and maps its outcome to an exit code.
@@ -47,9 +50,6 @@ func (a *app) finishRecord(rep *runner.Report, err error) error {
 	for _, l := range report.LedgerStatus(rep) {
 		fmt.Fprintln(a.stdout, l)
 	}
-	for _, m := range rep.Warnings {
-		fmt.Fprintf(a.stdout, "warning: %s\n", m)
-	}
 	for _, w := range rep.Warnings {
 		fmt.Fprintf(a.stdout, "warning: %s\n", w)
 	}
@@ -59,13 +59,13 @@ func (a *app) finishRecord(rep *runner.Report, err error) error {
 // writeActionsFiles appends the job summary to $GITHUB_STEP_SUMMARY and the
 // run's counts to $GITHUB_OUTPUT (the composite action's outputs).
 func (a *app) writeActionsFiles(rep *runner.Report) error {
-	if p := a.getenv("GITHUB_OUTPUT"); p != "" {
-		out := fmt.Sprintf("ran=%d\nfailed=%d\nskipped=%d\nawaiting_approval=%d\n", rep.Count(runner.ActionRan),
-			rep.Count(runner.ActionFailed)+rep.Count(runner.ActionLost), rep.Count(runner.ActionSkipped)+rep.Count(runner.ActionMissed),
-			rep.Count(runner.ActionAwaitingApproval))
-		if err := appendFile(p, out); err != nil {
-			return err
-		}
+	err := ui.WriteOutputs(a.getenv("GITHUB_OUTPUT"),
+		ui.Output{Name: "ran", Value: strconv.Itoa(rep.Count(runner.ActionRan))},
+		ui.Output{Name: "failed", Value: strconv.Itoa(rep.Count(runner.ActionFailed) + rep.Count(runner.ActionLost))},
+		ui.Output{Name: "skipped", Value: strconv.Itoa(rep.Count(runner.ActionSkipped) + rep.Count(runner.ActionMissed))},
+		ui.Output{Name: "awaiting_approval", Value: strconv.Itoa(rep.Count(runner.ActionAwaitingApproval))})
+	if err != nil {
+		return err
 	}
 	p := a.getenv("GITHUB_STEP_SUMMARY")
 	if p == "" || a.cfg == nil {
@@ -77,25 +77,13 @@ func (a *app) writeActionsFiles(rep *runner.Report) error {
 	}
 	var b strings.Builder
 	report.Summary(&b, rep, a.cfg, introspect.BudgetReport(a.cfg, st))
-	return appendFile(p, b.String()+"\n")
-}
-
-func appendFile(path, s string) error {
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteString(s); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return ui.AppendSummary(p, b.String()+"\n")
 }
 
 // paint colours run actions when stdout is a terminal and NO_COLOR is not
 // set (https://no-color.org); otherwise it returns the text unchanged.
 func (a *app) paint() report.Paint {
-	if a.getenv("NO_COLOR") != "" || a.json() || !isTerminal(a.stdout) {
+	if a.getenv("NO_COLOR") != "" || a.json() || !a.tty {
 		return report.Plain
 	}
 	return report.ANSI
@@ -137,11 +125,19 @@ func (a *app) printTasks(ts []introspect.Task) error {
 	})
 }
 
+// truncate shortens s to n characters, the last an ellipsis; it never
+// cuts a character in two.
 func truncate(s string, n int) string {
-	if len(s) <= n {
+	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	return s[:n-1] + "…"
+	i, kept := 0, 0
+	for kept < n-1 {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		kept++
+	}
+	return s[:i] + "…"
 }
 
 // count is "1 error", "2 errors": a number and its noun, in the right number.

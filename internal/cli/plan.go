@@ -2,20 +2,19 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/astra-gitops/astra/internal/diag"
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/report"
 	"github.com/astra-gitops/astra/internal/runner"
+	"github.com/astra-gitops/astra/internal/ui"
 )
 
 // planOptions are plan's flags.
@@ -132,10 +131,9 @@ func (a *app) runPlan(ctx context.Context, o planOptions) error {
 		if werr := a.writeActionsFiles(p.Report); werr != nil {
 			fmt.Fprintf(a.stderr, "astra: writing the job summary: %v\n", werr)
 		}
-		if path := a.getenv("GITHUB_OUTPUT"); path != "" {
-			if werr := appendFile(path, matrixOutputs(matrix, len(jobs), p.MaxParallel)); werr != nil {
-				return errkind.Infraf("writing the matrix to GITHUB_OUTPUT: %w", werr)
-			}
+		if werr := ui.WriteOutputs(a.getenv("GITHUB_OUTPUT"), ui.Output{Name: "matrix", Value: string(matrix)},
+			ui.Output{Name: "count", Value: strconv.Itoa(len(jobs))}, ui.Output{Name: "max_parallel", Value: strconv.Itoa(p.MaxParallel)}); werr != nil {
+			return errkind.Infraf("writing the matrix to GITHUB_OUTPUT: %w", werr)
 		}
 	}
 	if err != nil && len(jobs) > 0 {
@@ -143,7 +141,7 @@ func (a *app) runPlan(ctx context.Context, o planOptions) error {
 		// the plan does not fail; what it outlived is shown.
 		fmt.Fprintf(a.stderr, "astra: error after the claims were pushed (the jobs run them): %v\n", err)
 		if a.inGitHubActions() {
-			fmt.Fprintf(a.stdout, "::error title=%s::%s\n", diag.EscapeProperty("astra plan"), diag.EscapeData(err.Error()))
+			_ = ui.Annotate(a.stdout, ui.Annotation{Level: ui.Error, Title: "astra plan", Message: err.Error()})
 		}
 		return nil
 	}
@@ -175,24 +173,16 @@ func (a *app) printJobs(p *runner.Plan, dryRun bool) {
 	}
 }
 
-// matrixOutputs are the step outputs of a plan in GITHUB_OUTPUT's format:
-// the matrix in the multiline form, under a delimiter it cannot contain.
-func matrixOutputs(matrix []byte, count, maxParallel int) string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	delim := "ghadelimiter_" + hex.EncodeToString(b[:])
-	return fmt.Sprintf("matrix<<%s\n%s\n%s\ncount=%d\nmax_parallel=%d\n", delim, matrix, delim, count, maxParallel)
-}
-
 // runClaim is `astra run --claim KEY` (default $ASTRA_CLAIM): the job of a
 // plan's matrix runs the task its plan claimed.
-func (a *app) runClaim(ctx context.Context, args []string, claim, key string, f runFlags) error {
+func (a *app) runClaim(ctx context.Context, o runOptions) error {
 	switch {
-	case len(args) > 0 && claim != "":
+	case o.schedule != "" && o.claim != "":
 		return errkind.Usagef("give a schedule or --claim, not both")
-	case key != "":
+	case o.key != "":
 		return errkind.Usagef("--idempotency-key names a manual run; a claim is run by its own key (--claim)")
 	}
+	claim := o.claim
 	if claim == "" {
 		claim = strings.TrimSpace(a.getenv("ASTRA_CLAIM"))
 	}
@@ -203,7 +193,7 @@ func (a *app) runClaim(ctx context.Context, args []string, claim, key string, f 
 	if err != nil {
 		return err
 	}
-	r, err := a.newRunner(cfg, f, plan.Filter{}, 1)
+	r, err := a.newRunner(cfg, o.run, plan.Filter{}, 1)
 	if err != nil {
 		return err
 	}

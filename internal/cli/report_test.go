@@ -90,12 +90,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Helper()
 		var out, errb bytes.Buffer
 		code := Execute(context.Background(), append([]string{"--repo", dir}, args...), strings.NewReader(""), &out, &errb,
-			func(k string) string {
-				if k == "GITHUB_REPOSITORY" {
-					return "acme/agents"
-				}
-				return ""
-			})
+			[]string{"GITHUB_REPOSITORY=acme/agents"})
 		if code != 0 && code != errkind.ExitFailed {
 			t.Fatalf("astra %v: exit %d\n%s%s", args, code, out.String(), errb.String())
 		}

@@ -1,15 +1,24 @@
 package cli
 
 import (
+	"context"
+
+	"github.com/spf13/cobra"
+
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
-	"github.com/spf13/cobra"
 )
 
+// rollbackOptions are `astra rollback`'s flags and argument.
+type rollbackOptions struct {
+	runID string // the run to roll back
+	by    string
+	force bool
+	run   runFlags
+}
+
 func (a *app) rollbackCmd() *cobra.Command {
-	var f runFlags
-	var by string
-	var force bool
+	var o rollbackOptions
 	cmd := &cobra.Command{
 		Use:   "rollback <run>",
 		Short: "Run a completed run's compensating command (the tool's rollback)",
@@ -25,24 +34,30 @@ astra tasks. A tool without a rollback says so.`,
   astra tasks list --status completed --schedule production_deploy   # find the run`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
-			r, err := a.newRunner(cfg, f, plan.Filter{}, 1)
-			if err != nil {
-				return err
-			}
-			id, err := a.who(cmd.Context(), r, cfg, model.VerbRollback, args[0], by, f)
-			if err != nil {
-				return err
-			}
-			rep, err := r.Rollback(cmd.Context(), args[0], id, force)
-			return a.finishRun(rep, err)
+			o.runID = args[0]
+			return a.runRollback(cmd.Context(), o)
 		},
 	}
-	f.register(cmd)
-	byFlag(cmd, &by)
-	cmd.Flags().BoolVar(&force, "force", false, "roll back a run that was rolled back before")
+	o.run.register(cmd)
+	byFlag(cmd, &o.by)
+	cmd.Flags().BoolVar(&o.force, "force", false, "roll back a run that was rolled back before")
 	return cmd
+}
+
+// runRollback is `astra rollback`.
+func (a *app) runRollback(ctx context.Context, o rollbackOptions) error {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+	r, err := a.newRunner(cfg, o.run, plan.Filter{}, 1)
+	if err != nil {
+		return err
+	}
+	id, err := a.who(ctx, r, cfg, model.VerbRollback, o.runID, o.by, o.run)
+	if err != nil {
+		return err
+	}
+	rep, err := r.Rollback(ctx, o.runID, id, o.force)
+	return a.finishRun(rep, err)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/repofs"
 	"github.com/astra-gitops/astra/internal/telemetry"
+	"github.com/astra-gitops/astra/internal/ui"
 )
 
 // app is the state shared by commands of one invocation.
@@ -31,27 +32,54 @@ type app struct {
 	started time.Time // by the wall clock, never --now: compared with file times
 	v       *viper.Viper
 	stdin   io.Reader
-	stdout  io.Writer
-	stderr  io.Writer
-	getenv  func(string) string
-	cfg     *model.Config // the configuration of the run, once loaded
+	stdout  io.Writer           // through the ui funnel: cleaned of control characters
+	stderr  io.Writer           // likewise
+	tty     bool                // stdout is a terminal
+	errTTY  bool                // stderr is a terminal
+	environ []string            // the environment, "NAME=value"
+	getenv  func(string) string // a variable of environ, "" when unset
+	cfg     *model.Config       // the configuration of the run, once loaded
 	tracer  *telemetry.Tracer
 }
 
-// Execute runs astra with args and returns the process exit code.
-func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	a := &app{v: viper.New(), stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, started: time.Now()}
+// newApp is the state of one invocation. Everything astra prints goes
+// through ui.Writers: what a tool, a name or GitHub said cannot drive the
+// terminal; colour passes only to a terminal, and not under NO_COLOR.
+func newApp(stdin io.Reader, stdout, stderr io.Writer, environ []string) *app {
+	a := &app{v: viper.New(), stdin: stdin, environ: environ, getenv: lookup(environ), started: time.Now(), tty: isTerminal(stdout),
+		errTTY: isTerminal(stderr)}
+	a.stdout = ui.NewWriter(stdout, a.tty && a.getenv("NO_COLOR") == "")
+	a.stderr = ui.NewWriter(stderr, false)
+	return a
+}
+
+// lookup reads a variable of environ; of two with one name, the last
+// counts (as for os/exec).
+func lookup(environ []string) func(string) string {
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if name, val, ok := strings.Cut(kv, "="); ok {
+			vars[name] = val
+		}
+	}
+	return func(name string) string { return vars[name] }
+}
+
+// Execute runs astra with args in the environment environ ("NAME=value")
+// and returns the process exit code.
+func Execute(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
+	a := newApp(stdin, stdout, stderr, environ)
 	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
 	err := root.ExecuteContext(ctx)
 	if err != nil {
-		printError(stderr, err)
+		printError(a.stderr, err)
 	}
 	if err := a.tracer.Shutdown(context.WithoutCancel(ctx)); err != nil {
-		fmt.Fprintf(stderr, "astra: warning: %v\n", err) // tracing never fails a run
+		fmt.Fprintf(a.stderr, "astra: warning: %v\n", err) // tracing never fails a run
 	}
 	return exitCode(ctx, err)
 }
@@ -193,18 +221,20 @@ func (a *app) json() bool   { return a.v.GetBool("json") }
 
 func (a *app) verbose() bool { return a.v.GetBool("verbose") }
 
-// now is --now, or the wall clock, in UTC.
-func (a *app) now() time.Time { return a.clock() }
-
-// clock is the time events are stamped with: --now fixes it (what-if runs
-// and tests), else the wall clock.
-func (a *app) clock() time.Time {
+// now is the time of this invocation, in UTC, and the time its events are
+// stamped with: --now fixes it (what-if runs and tests), else the wall
+// clock.
+func (a *app) now() time.Time {
 	if s := a.v.GetString("now"); s != "" {
 		t, _ := time.Parse(time.RFC3339, s) // checked in loadSettings
 		return t.UTC()
 	}
 	return time.Now().UTC()
 }
+
+// clock is now under its older name, which ledger.go and migrate.go still
+// use; everything else calls now.
+func (a *app) clock() time.Time { return a.now() }
 
 func (a *app) inGitHubActions() bool { return a.getenv("GITHUB_ACTIONS") == "true" }
 

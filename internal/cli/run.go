@@ -1,15 +1,26 @@
 package cli
 
 import (
+	"context"
+
+	"github.com/spf13/cobra"
+
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
-	"github.com/spf13/cobra"
 )
 
+// runOptions are `astra run`'s flags and argument.
+type runOptions struct {
+	schedule string // "" with --claim
+	run      runFlags
+	key      string
+	by       string
+	claim    string
+}
+
 func (a *app) runCmd() *cobra.Command {
-	var f runFlags
-	var key, by, claim string
+	var o runOptions
 	cmd := &cobra.Command{
 		Use:   "run <schedule> | --claim KEY",
 		Short: "Run one schedule now (manual run), through every gate",
@@ -30,34 +41,44 @@ under its budgets and as run-due would; a claim that is not open for a job
   astra run --claim nightly_report@2026-11-23T09:00:00Z`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 || claim != "" {
-				return a.runClaim(cmd.Context(), args, claim, key, f) // plan.go
+			if len(args) > 0 {
+				o.schedule = args[0]
 			}
-			cfg, s, err := a.loadSchedule(args[0])
-			if err != nil {
-				return err
-			}
-			if len(key) > 256 {
-				return errkind.Usagef("--idempotency-key is longer than 256 characters")
-			}
-			r, err := a.newRunner(cfg, f, plan.Filter{}, 1)
-			if err != nil {
-				return err
-			}
-			if key != "" {
-				key = s.ID + "@manual:" + key
-			}
-			id, err := a.who(cmd.Context(), r, cfg, model.VerbRun, s.Name, by, f)
-			if err != nil {
-				return err
-			}
-			rep, err := r.Manual(cmd.Context(), s, key, id)
-			return a.finishRun(rep, err)
+			return a.runRun(cmd.Context(), o)
 		},
 	}
-	f.register(cmd)
-	byFlag(cmd, &by)
-	cmd.Flags().StringVar(&key, "idempotency-key", "", "the run's idempotency key; a key that completed never runs again")
-	cmd.Flags().StringVar(&claim, "claim", "", "run the task astra plan claimed under this key, as a job of its matrix (default $ASTRA_CLAIM)")
+	o.run.register(cmd)
+	byFlag(cmd, &o.by)
+	cmd.Flags().StringVar(&o.key, "idempotency-key", "", "the run's idempotency key; a key that completed never runs again")
+	cmd.Flags().StringVar(&o.claim, "claim", "", "run the task astra plan claimed under this key, as a job of its matrix (default $ASTRA_CLAIM)")
 	return cmd
+}
+
+// runRun is `astra run`: a manual run of a schedule, or the job of a
+// plan's claim (runClaim).
+func (a *app) runRun(ctx context.Context, o runOptions) error {
+	if o.schedule == "" || o.claim != "" {
+		return a.runClaim(ctx, o) // plan.go
+	}
+	cfg, s, err := a.loadSchedule(o.schedule)
+	if err != nil {
+		return err
+	}
+	if len(o.key) > 256 {
+		return errkind.Usagef("--idempotency-key is longer than 256 characters")
+	}
+	r, err := a.newRunner(cfg, o.run, plan.Filter{}, 1)
+	if err != nil {
+		return err
+	}
+	key := o.key
+	if key != "" {
+		key = s.ID + "@manual:" + key
+	}
+	id, err := a.who(ctx, r, cfg, model.VerbRun, s.Name, o.by, o.run)
+	if err != nil {
+		return err
+	}
+	rep, err := r.Manual(ctx, s, key, id)
+	return a.finishRun(rep, err)
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -8,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/astra-gitops/astra/internal/errkind"
-	"github.com/astra-gitops/astra/internal/gate"
+	"github.com/astra-gitops/astra/internal/introspect"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/state"
@@ -43,58 +44,58 @@ type scheduleJSON struct {
 	ResultRoute string `json:"result_route"`
 }
 
-// trigger describes when a schedule fires, for tables.
-func trigger(s *model.Schedule) string {
-	var parts []string
-	if s.Spec != nil {
-		parts = append(parts, s.Spec.String())
-	}
-	if s.OnEvent != "" {
-		parts = append(parts, "on "+s.OnEvent)
-	}
-	if s.RunImmediately {
-		parts = append(parts, "immediately")
-	}
-	return strings.Join(parts, ", ")
+// schedulesListOptions are `astra schedules list`'s flags.
+type schedulesListOptions struct {
+	tenant string
+	typ    string
 }
 
 func (a *app) schedulesListCmd() *cobra.Command {
-	var tenant, typ string
+	var o schedulesListOptions
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the schedules astra knows, with their resolved settings",
 		Example: `  astra schedules list
   astra schedules list --tenant-id acme --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
-			var rows []scheduleJSON
-			for _, s := range cfg.Schedules {
-				if (tenant != "" && s.Tenant != tenant) || (typ != "" && s.Type != typ) {
-					continue
-				}
-				rows = append(rows, scheduleJSON{
-					ID: s.ID, Name: s.Name, Type: s.Type, Tenant: s.Tenant, Trigger: trigger(s),
-					Timezone: s.Timezone, Tool: s.TargetTool, Tier: int(s.SafetyTier), Autonomy: s.Autonomy.Short(),
-					Actor: s.Actor, Priority: s.Priority, Enabled: s.Enabled, PerDay: s.PerDayBudget,
-					Source: s.Meta.Pos.String(), ResultRoute: s.ResultRoute.Type,
-				})
-			}
-			return printRows(a, rows, "", "ID\tNAME\tTRIGGER\tTZ\tTOOL\tTIER\tAUTONOMY\tACTOR\tENABLED", func(r scheduleJSON) string {
-				return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%v", r.ID, r.Name, r.Trigger, r.Timezone, r.Tool, r.Tier, r.Autonomy, r.Actor, r.Enabled)
-			})
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runSchedulesList(cmd.Context(), o) },
 	}
-	cmd.Flags().StringVar(&tenant, "tenant-id", "", "only schedules of this tenant")
-	cmd.Flags().StringVar(&typ, "schedule-type", "", "only schedules of this type")
+	cmd.Flags().StringVar(&o.tenant, "tenant-id", "", "only schedules of this tenant")
+	cmd.Flags().StringVar(&o.typ, "schedule-type", "", "only schedules of this type")
 	return cmd
 }
 
+// runSchedulesList is `astra schedules list`.
+func (a *app) runSchedulesList(_ context.Context, o schedulesListOptions) error {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+	var rows []scheduleJSON
+	for _, s := range cfg.Schedules {
+		if (o.tenant != "" && s.Tenant != o.tenant) || (o.typ != "" && s.Type != o.typ) {
+			continue
+		}
+		rows = append(rows, scheduleJSON{
+			ID: s.ID, Name: s.Name, Type: s.Type, Tenant: s.Tenant, Trigger: introspect.TriggerOf(s),
+			Timezone: s.Timezone, Tool: s.TargetTool, Tier: int(s.SafetyTier), Autonomy: s.Autonomy.Short(),
+			Actor: s.Actor, Priority: s.Priority, Enabled: s.Enabled, PerDay: s.PerDayBudget,
+			Source: s.Meta.Pos.String(), ResultRoute: s.ResultRoute.Type,
+		})
+	}
+	return printRows(a, rows, "", "ID\tNAME\tTRIGGER\tTZ\tTOOL\tTIER\tAUTONOMY\tACTOR\tENABLED", func(r scheduleJSON) string {
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%v", r.ID, r.Name, r.Trigger, r.Timezone, r.Tool, r.Tier, r.Autonomy, r.Actor, r.Enabled)
+	})
+}
+
+// schedulesNextOptions are `astra schedules next`'s flags and arguments.
+type schedulesNextOptions struct {
+	schedules []string // ids or names; none: every enabled schedule
+	count     int
+}
+
 func (a *app) schedulesNextCmd() *cobra.Command {
-	var count int
+	var o schedulesNextOptions
 	cmd := &cobra.Command{
 		Use:   "next [schedule...]",
 		Short: "Show what run-due will run next for each schedule, and when",
@@ -112,144 +113,70 @@ time zone.`,
   astra schedules next --count 5 morning_health_check
   astra schedules next --now 2026-03-29T00:00:00Z --json`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if count < 1 {
-				return errkind.Usagef("--count must be at least 1")
-			}
-			cfg, err := a.loadConfig()
-			if err != nil {
-				return err
-			}
-			selected, err := selectSchedules(cfg, args)
-			if err != nil {
-				return err
-			}
-			now := a.now()
-			st, tail, err := state.Replay(a.store(), now)
-			if err != nil {
-				return errkind.Usage(err)
-			}
-			for _, w := range plan.ClockWarnings(cfg, st, tail.TS, now) {
-				fmt.Fprintf(a.stderr, "warning: %s\n", w)
-			}
-			var out []nextJSON
-			for _, s := range selected {
-				if !s.Enabled && len(args) == 0 {
-					continue
-				}
-				n := upcoming(cfg, st, s, now, count)
-				if s.Spec == nil && len(n.Due) == 0 && len(n.Waiting) == 0 {
-					continue
-				}
-				out = append(out, n)
-			}
-			// One line per time; the schedule is named on its first.
-			return printRows(a, out, "", "ID\tNAME\tTRIGGER\tNEXT (UTC)\tLOCAL\tNOTE", func(n nextJSON) string {
-				loc, _ := time.LoadLocation(n.Timezone)
-				var lines []string
-				add := func(t time.Time, note string) {
-					id, name, trig := n.ID, n.Name, n.Trigger
-					if len(lines) > 0 {
-						id, name, trig = "", "", ""
-					}
-					lines = append(lines, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", id, name, trig, t.UTC().Format(time.RFC3339), t.In(loc).Format("Mon 2006-01-02 15:04 MST"), note))
-				}
-				for _, d := range n.Due {
-					add(d.Slot, d.Note)
-				}
-				for _, w := range n.Waiting {
-					add(w.At, w.Note)
-				}
-				for i, t := range n.Next {
-					note := ""
-					if i == 0 && !n.LastDecided.IsZero() {
-						note = "the first slot after " + n.LastDecided.UTC().Format(time.RFC3339) + ", already decided by a run whose clock was ahead"
-					}
-					add(t, note)
-				}
-				if len(lines) == 0 {
-					// Listed rather than left out: a schedule that never
-					// fires is a mistake to see (validate warns too).
-					lines = append(lines, fmt.Sprintf("%s\t%s\t%s\tnever\t-\tits trigger never fires", n.ID, n.Name, n.Trigger))
-				}
-				return strings.Join(lines, "\n")
-			})
+			o.schedules = args
+			return a.runSchedulesNext(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().IntVar(&count, "count", 1, "how many fire times per schedule")
+	cmd.Flags().IntVar(&o.count, "count", 1, "how many fire times per schedule")
 	return cmd
 }
 
-// nextJSON is one schedule in `schedules next`.
-type nextJSON struct {
-	ID       string      `json:"id"`
-	Name     string      `json:"name"`
-	Trigger  string      `json:"trigger"`
-	Timezone string      `json:"timezone"`
-	Due      []dueJSON   `json:"due,omitempty"`     // what a run at --now takes up
-	Waiting  []waitJSON  `json:"waiting,omitempty"` // retries backing off, runs in progress
-	Next     []time.Time `json:"next"`
-	// LastDecided is the last decided slot when it lies after --now: no
-	// slot before it is due.
-	LastDecided time.Time `json:"last_decided_slot,omitzero"`
-	Held        string    `json:"held,omitempty"` // a gate that holds the schedule now
+// runSchedulesNext is `astra schedules next`.
+func (a *app) runSchedulesNext(_ context.Context, o schedulesNextOptions) error {
+	if o.count < 1 {
+		return errkind.Usagef("--count must be at least 1")
+	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+	selected, err := selectSchedules(cfg, o.schedules)
+	if err != nil {
+		return err
+	}
+	now := a.now()
+	st, tail, err := state.Replay(a.store(), now)
+	if err != nil {
+		return errkind.Usage(err)
+	}
+	for _, w := range plan.ClockWarnings(cfg, st, tail.TS, now) {
+		fmt.Fprintf(a.stderr, "warning: %s\n", w)
+	}
+	out := introspect.Upcoming(cfg, st, selected, len(o.schedules) > 0, now, o.count)
+	return printRows(a, out, "", "ID\tNAME\tTRIGGER\tNEXT (UTC)\tLOCAL\tNOTE", nextLines)
 }
 
-type dueJSON struct {
-	Slot    time.Time `json:"slot"`
-	Key     string    `json:"idempotency_key"`
-	Kind    string    `json:"kind"`
-	Attempt int       `json:"attempt"`
-	Note    string    `json:"note"`
-}
-
-type waitJSON struct {
-	Key    string    `json:"idempotency_key"`
-	Slot   time.Time `json:"slot"`
-	Status string    `json:"status"` // retry | claimed
-	At     time.Time `json:"at"`     // when the retry is due, or the claim's deadline
-	Note   string    `json:"note"`
-}
-
-// upcoming describes what run-due will do about s, from the plan's own
-// answer and the gates as they stand at now.
-func upcoming(cfg *model.Config, st *state.State, s *model.Schedule, now time.Time, count int) nextJSON {
-	u := plan.UpcomingOf(s, st, now, count)
-	n := nextJSON{ID: s.ID, Name: s.Name, Trigger: trigger(s), Timezone: s.Timezone, Next: nonNil(u.Next), LastDecided: u.Ahead}
-	d := gate.Check(gate.Input{Schedule: s, Policies: &cfg.Policies, State: st, Now: now})
-	switch d.Action {
-	case gate.Skip:
-		n.Held = d.Reason + ": " + d.Detail
-	case gate.NeedApproval:
-		n.Held = d.Detail
-	}
-	for _, c := range u.Due {
-		note := map[plan.Kind]string{
-			plan.KindSlot:     "due now",
-			plan.KindRetry:    fmt.Sprintf("due now: attempt %d", c.Attempt),
-			plan.KindApproved: "due now: approved",
-			plan.KindMissed:   "too late for the catch-up window: recorded as missed, not run",
-			plan.KindLost:     "its run stopped without an outcome: recorded as lost, then retried",
-			plan.KindStale:    "a retry too late for the catch-up window: dead-lettered, not run",
-		}[c.Kind]
-		if c.Missed > 0 {
-			note += fmt.Sprintf("; %d older missed slot(s) not run", c.Missed)
+// nextLines are the table lines of one schedule in `schedules next`: one
+// per time, the schedule named on its first.
+func nextLines(n introspect.Next) string {
+	loc, _ := time.LoadLocation(n.Timezone)
+	var lines []string
+	add := func(t time.Time, note string) {
+		id, name, trig := n.ID, n.Name, n.Trigger
+		if len(lines) > 0 {
+			id, name, trig = "", "", ""
 		}
-		if n.Held != "" && (c.Kind == plan.KindSlot || c.Kind == plan.KindRetry) {
-			note += "; held now: " + n.Held
-		}
-		n.Due = append(n.Due, dueJSON{Slot: c.Slot, Key: c.Key, Kind: string(c.Kind), Attempt: c.Attempt, Note: note})
+		lines = append(lines, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", id, name, trig, t.UTC().Format(time.RFC3339), t.In(loc).Format("Mon 2006-01-02 15:04 MST"), note))
 	}
-	for _, o := range u.Waiting {
-		w := waitJSON{Key: o.Key, Slot: o.Slot, Status: o.Status}
-		switch o.Status {
-		case state.OpenRetry:
-			w.At, w.Note = o.RetryAt, fmt.Sprintf("attempt %d of the slot %s, after its backoff", o.Attempt, o.Slot.UTC().Format(time.RFC3339))
-		default:
-			w.At, w.Note = o.Deadline, fmt.Sprintf("running (runner %s); counted as lost if it has no outcome by then", o.Runner)
-		}
-		n.Waiting = append(n.Waiting, w)
+	for _, d := range n.Due {
+		add(d.Slot, d.Note)
 	}
-	return n
+	for _, w := range n.Waiting {
+		add(w.At, w.Note)
+	}
+	for i, t := range n.Next {
+		note := ""
+		if i == 0 && !n.LastDecided.IsZero() {
+			note = "the first slot after " + n.LastDecided.UTC().Format(time.RFC3339) + ", already decided by a run whose clock was ahead"
+		}
+		add(t, note)
+	}
+	if len(lines) == 0 {
+		// Listed rather than left out: a schedule that never fires is a
+		// mistake to see (validate warns too).
+		lines = append(lines, fmt.Sprintf("%s\t%s\t%s\tnever\t-\tits trigger never fires", n.ID, n.Name, n.Trigger))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // selectSchedules resolves ids or names; no args selects all.

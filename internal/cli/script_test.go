@@ -2,10 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/astra-gitops/astra/internal/executor"
@@ -71,6 +77,8 @@ func TestScripts(t *testing.T) {
 			"hmacsign":    hmacSign,
 			"signtrigger": signTrigger,
 			"killruns":    killRuns,
+			"closedport":  closedPort,
+			"signjwt":     signJWT,
 		},
 	})
 }
@@ -308,4 +316,35 @@ func signTrigger(ts *testscript.TestScript, neg bool, args []string) {
 	at, err := time.Parse(time.RFC3339, args[3])
 	ts.Check(err)
 	ts.Setenv(args[4], identity.SignTrigger([]byte(args[0]), args[1], []byte(ts.ReadFile(args[2])), at))
+}
+
+// closedport VAR: set $VAR to a local TCP port nothing listens on (a
+// server that is down).
+func closedPort(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: closedport var")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ts.Check(err)
+	ts.Setenv(args[0], fmt.Sprint(l.Addr().(*net.TCPAddr).Port))
+	ts.Check(l.Close())
+}
+
+// signjwt ISSUER AUDIENCE TIME VAR: set $VAR to a JWT of ISSUER for
+// AUDIENCE, valid from TIME (RFC3339) for 5 minutes, signed by a key of
+// its own (kid "k1") that no key set holds.
+func signJWT(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 4 {
+		ts.Fatalf("usage: signjwt issuer audience time var")
+	}
+	at, err := time.Parse(time.RFC3339, args[2])
+	ts.Check(err)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ts.Check(err)
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
+	ts.Check(err)
+	tok, err := jwt.Signed(signer).Claims(jwt.Claims{Issuer: args[0], Audience: jwt.Audience{args[1]}, Subject: "caller",
+		IssuedAt: jwt.NewNumericDate(at), Expiry: jwt.NewNumericDate(at.Add(5 * time.Minute))}).Serialize()
+	ts.Check(err)
+	ts.Setenv(args[3], tok)
 }

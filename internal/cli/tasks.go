@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"context"
+
+	"github.com/spf13/cobra"
+
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/introspect"
 	"github.com/astra-gitops/astra/internal/tools"
-	"github.com/spf13/cobra"
 )
 
 func (a *app) tasksCmd() *cobra.Command {
@@ -19,9 +22,15 @@ func (a *app) tasksCmd() *cobra.Command {
 	return cmd
 }
 
+// tasksListOptions are `astra tasks list`'s flags.
+type tasksListOptions struct {
+	query    introspect.Query // Since and Schedule are filled from since and schedule
+	schedule string           // id or name
+	since    string           // a duration back from now, or an RFC3339 time
+}
+
 func (a *app) tasksListCmd() *cobra.Command {
-	var q introspect.Query
-	var schedule, since string
+	var o tasksListOptions
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List runs, newest first",
@@ -30,70 +39,94 @@ func (a *app) tasksListCmd() *cobra.Command {
   astra tasks list --actor n8n_workflow_7 --tenant zora_shop
   astra tasks list --status skipped --limit 5 --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var err error
-			if q.Since, err = tools.Since(since, a.now()); err != nil {
-				return errkind.Usagef("--%w", err)
-			}
-			if schedule != "" {
-				if q.Schedule, err = a.scheduleID(schedule); err != nil {
-					return err
-				}
-			}
-			switch q.Status {
-			case "", "running", "completed", "failed", "skipped", "rolled_back", "all":
-			default:
-				return errkind.Usagef("--status %q: use running, completed, failed, skipped, rolled_back or all", q.Status)
-			}
-			ts, err := introspect.Tasks(a.store(), a.now(), q)
-			if err != nil {
-				return err
-			}
-			return a.printTasks(ts)
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runTasksList(cmd.Context(), o) },
 	}
-	cmd.Flags().StringVar(&schedule, "schedule", "", "only this schedule (id or name)")
-	cmd.Flags().StringVar(&q.Actor, "actor", "", "only runs as this actor (its exact id)")
-	cmd.Flags().StringVar(&q.Tenant, "tenant", "", "only runs of this tenant's schedules")
-	cmd.Flags().StringVar(&q.Status, "status", "", "running, completed, failed, skipped, rolled_back or all (default: runs, not skips)")
-	cmd.Flags().StringVar(&since, "since", "", "how far back: a duration (72h, 7d) or an RFC3339 time (default: this month)")
-	cmd.Flags().IntVar(&q.Limit, "limit", 50, "at most this many, newest first (0 = all)")
+	cmd.Flags().StringVar(&o.schedule, "schedule", "", "only this schedule (id or name)")
+	cmd.Flags().StringVar(&o.query.Actor, "actor", "", "only runs as this actor (its exact id)")
+	cmd.Flags().StringVar(&o.query.Tenant, "tenant", "", "only runs of this tenant's schedules")
+	cmd.Flags().StringVar(&o.query.Status, "status", "", "running, completed, failed, skipped, rolled_back or all (default: runs, not skips)")
+	cmd.Flags().StringVar(&o.since, "since", "", "how far back: a duration (72h, 7d) or an RFC3339 time (default: this month)")
+	cmd.Flags().IntVar(&o.query.Limit, "limit", 50, "at most this many, newest first (0 = all)")
 	return cmd
 }
 
+// runTasksList is `astra tasks list`.
+func (a *app) runTasksList(_ context.Context, o tasksListOptions) error {
+	q := o.query
+	var err error
+	if q.Since, err = tools.Since(o.since, a.now()); err != nil {
+		return errkind.Usagef("--%w", err)
+	}
+	if o.schedule != "" {
+		if q.Schedule, err = a.scheduleID(o.schedule); err != nil {
+			return err
+		}
+	}
+	switch q.Status {
+	case "", "running", "completed", "failed", "skipped", "rolled_back", "all":
+	default:
+		return errkind.Usagef("--status %q: use running, completed, failed, skipped, rolled_back or all", q.Status)
+	}
+	ts, err := introspect.Tasks(a.store(), a.now(), q)
+	if err != nil {
+		return err
+	}
+	return a.printTasks(ts)
+}
+
+// tasksByTraceOptions are `astra tasks by-trace`'s argument.
+type tasksByTraceOptions struct {
+	traceID string
+}
+
 func (a *app) tasksByTraceCmd() *cobra.Command {
+	var o tasksByTraceOptions
 	return &cobra.Command{
 		Use:     "by-trace <trace_id>",
 		Short:   "Show every run of one trace: the run, its retries and chained steps",
 		Example: `  astra tasks by-trace 4bf92f3577b34da6a3ce929d0e0e4736`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ts, err := introspect.ByTrace(a.store(), a.now(), args[0])
-			if err != nil {
-				return err
-			}
-			return a.printTasks(ts)
+			o.traceID = args[0]
+			return a.runTasksByTrace(cmd.Context(), o)
 		},
 	}
 }
 
+// runTasksByTrace is `astra tasks by-trace`.
+func (a *app) runTasksByTrace(_ context.Context, o tasksByTraceOptions) error {
+	ts, err := introspect.ByTrace(a.store(), a.now(), o.traceID)
+	if err != nil {
+		return err
+	}
+	return a.printTasks(ts)
+}
+
+// tasksLastFailedOptions are `astra tasks last-failed`'s flags.
+type tasksLastFailedOptions struct {
+	limit int
+}
+
 func (a *app) tasksLastFailedCmd() *cobra.Command {
-	var limit int
+	var o tasksLastFailedOptions
 	cmd := &cobra.Command{
 		Use:     "last-failed",
 		Short:   "Show the most recent failed runs",
 		Example: `  astra tasks last-failed --limit 10`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ts, err := introspect.LastFailed(a.store(), a.now(), limit)
-			if err != nil {
-				return err
-			}
-			return a.printTasks(ts)
-		},
+		RunE:    func(cmd *cobra.Command, _ []string) error { return a.runTasksLastFailed(cmd.Context(), o) },
 	}
-	cmd.Flags().IntVar(&limit, "limit", 10, "how many")
+	cmd.Flags().IntVar(&o.limit, "limit", 10, "how many")
 	return cmd
+}
+
+// runTasksLastFailed is `astra tasks last-failed`.
+func (a *app) runTasksLastFailed(_ context.Context, o tasksLastFailedOptions) error {
+	ts, err := introspect.LastFailed(a.store(), a.now(), o.limit)
+	if err != nil {
+		return err
+	}
+	return a.printTasks(ts)
 }
 
 // scheduleID resolves a schedule id or name from the configuration.

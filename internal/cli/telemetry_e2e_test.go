@@ -75,8 +75,11 @@ actors:
 	astra := func(args ...string) string {
 		t.Helper()
 		var out bytes.Buffer
-		Execute(context.Background(), append([]string{"--repo", dir}, args...), strings.NewReader(""), &out, &out,
-			func(k string) string { return env[k] })
+		var environ []string
+		for k, v := range env {
+			environ = append(environ, k+"="+v)
+		}
+		Execute(context.Background(), append([]string{"--repo", dir}, args...), strings.NewReader(""), &out, &out, environ)
 		return out.String()
 	}
 	astra("run-due", "--no-push", "--now", "2026-11-22T08:00:00Z")

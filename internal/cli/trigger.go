@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -16,8 +19,9 @@ import (
 	"github.com/astra-gitops/astra/internal/runner"
 )
 
-// triggerOptions are trigger's flags.
+// triggerOptions are trigger's flags and argument.
 type triggerOptions struct {
+	event       string
 	run         runFlags
 	payloadFile string
 	signature   string // --signature, else $ASTRA_TRIGGER_SIGNATURE
@@ -48,12 +52,17 @@ ASTRA_TRIGGER_SIGNATURE): "t=<unix time>,v1=<hex HMAC-SHA256 of
 so it can be neither replayed nor used for another event; or GitHub's own
 X-Hub-Signature-256 "sha256=<hex HMAC of the payload>" for a relayed GitHub
 webhook (its payload then is its idempotency key). A wrong, missing or
-replayed signature is refused, recorded, and exits 2.`,
+replayed signature is refused, recorded, and exits 2; so is a JWT that does
+not verify. A JWT whose issuer's keys cannot be fetched was not checked at
+all: nothing runs, nothing is recorded, exit 3.`,
 		Example: `  astra trigger n8n.newsletter.ready --payload-file event.json
   astra trigger deploy.requested --payload-file - --signature "$SIG" < body.json
   astra trigger order.paid --payload-file order.json --jwt "$OIDC_TOKEN"`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error { return a.runTrigger(cmd.Context(), args[0], o) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.event = args[0]
+			return a.runTrigger(cmd.Context(), o)
+		},
 	}
 	o.run.register(cmd)
 	cmd.Flags().StringVar(&o.payloadFile, "payload-file", "", "JSON payload of the event (- for stdin)")
@@ -64,8 +73,9 @@ replayed signature is refused, recorded, and exits 2.`,
 	return cmd
 }
 
-// runTrigger is `astra trigger`.
-func (a *app) runTrigger(ctx context.Context, event string, o triggerOptions) error {
+// runTrigger is `astra trigger`. identity.AuthenticateTrigger decides
+// whether the request goes on and as whom; a refusal is recorded here.
+func (a *app) runTrigger(ctx context.Context, o triggerOptions) error {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return err
@@ -88,59 +98,38 @@ func (a *app) runTrigger(ctx context.Context, event string, o triggerOptions) er
 	if err != nil {
 		return err
 	}
-	req := runner.TriggerRequest{Event: event, Payload: payload, Key: o.key}
-	if req.By, err = a.triggerCaller(ctx, r, cfg, event, o); err != nil {
+	caller, err := identity.AuthenticateTrigger(ctx, identity.TriggerAuth{
+		Event: o.event, Payload: payload, Key: o.key, Now: a.now(),
+		Secret:    []byte(a.getenv("ASTRA_TRIGGER_SECRET")),
+		Signature: cmp.Or(strings.TrimSpace(o.signature), strings.TrimSpace(a.getenv("ASTRA_TRIGGER_SIGNATURE"))),
+		JWT:       cmp.Or(strings.TrimSpace(o.jwt), strings.TrimSpace(a.getenv("ASTRA_TRIGGER_JWT"))),
+		Verifier:  identity.NewVerifier(cfg.Policies.Issuers, nil, a.now),
+		Person:    a.person(cfg, o.by, o.run),
+	})
+	var refusal *identity.TriggerRefusal
+	switch {
+	case errors.As(err, &refusal):
+		return a.refuseTrigger(ctx, r, o, refusal)
+	case errors.Is(err, errkind.ErrInfra):
+		return fmt.Errorf("trigger %s: %w; nothing ran and nothing was recorded: run it again later", o.event, err)
+	case err != nil:
 		return err
 	}
-	refuse := func(why string) error {
-		if !o.run.dryRun {
-			if rep, rerr := r.RefuseTrigger(ctx, event, "signature", why); rerr != nil {
-				return a.finishRecord(rep, rerr)
-			}
-		}
-		return errkind.Usagef("trigger %s refused: %s; nothing ran", event, why)
-	}
-	secret := []byte(a.getenv("ASTRA_TRIGGER_SECRET"))
-	sig := strings.TrimSpace(o.signature)
-	if sig == "" {
-		sig = strings.TrimSpace(a.getenv("ASTRA_TRIGGER_SIGNATURE"))
-	}
-	switch {
-	case len(secret) == 0 && sig != "":
-		return errkind.Usagef("a signature was given but ASTRA_TRIGGER_SECRET is not set: there is nothing to check it with")
-	case len(secret) == 0:
-	case sig == "":
-		return refuse("no signature, but ASTRA_TRIGGER_SECRET requires one")
-	case strings.HasPrefix(sig, "sha256="):
-		if o.key != "" {
-			return errkind.Usagef("a GitHub-signed relay is identified by its payload: drop --idempotency-key")
-		}
-		if err := identity.VerifyGitHubSignature(secret, sig, payload); err != nil {
-			return refuse(err.Error())
-		}
-	default:
-		v, err := identity.VerifyTrigger(secret, sig, event, payload, a.now(), 0)
-		if err != nil {
-			return refuse(err.Error())
-		}
-		req.Signature, req.SignatureExpires = v.ID, v.Expires
-	}
-	rep, err := r.Trigger(ctx, req)
+	rep, err := r.Trigger(ctx, runner.TriggerRequest{Event: o.event, Payload: payload, Key: o.key, By: caller.By,
+		Signature: caller.Signature.ID, SignatureExpires: caller.Signature.Expires})
 	return a.finishRun(rep, err)
 }
 
-// triggerCaller is who triggers: a caller with a JWT, or a person.
-func (a *app) triggerCaller(ctx context.Context, r *runner.Runner, cfg *model.Config, event string, o triggerOptions) (identity.Identity, error) {
-	token := strings.TrimSpace(o.jwt)
-	if token == "" {
-		token = strings.TrimSpace(a.getenv("ASTRA_TRIGGER_JWT"))
+// refuseTrigger records a refused trigger (outside a dry run): a refused
+// signature as trigger.refused, a refused caller as action.refused.
+func (a *app) refuseTrigger(ctx context.Context, r *runner.Runner, o triggerOptions, refusal *identity.TriggerRefusal) error {
+	if !refusal.Signature {
+		return r.Refuse(ctx, model.VerbTrigger, o.event, refusal.By, refusal.Why)
 	}
-	if token == "" {
-		return a.who(ctx, r, cfg, model.VerbTrigger, event, o.by, o.run)
+	if !o.run.dryRun {
+		if _, err := r.RefuseTrigger(ctx, o.event, "signature", refusal.Why); err != nil {
+			return err
+		}
 	}
-	id, err := identity.NewVerifier(cfg.Policies.Issuers, nil, a.now).Verify(ctx, token)
-	if err != nil {
-		return id, r.Refuse(ctx, model.VerbTrigger, event, identity.Identity{Source: identity.SourceJWT}, err.Error())
-	}
-	return id, nil
+	return errkind.Refusedf("trigger %s refused: %s; nothing ran", o.event, refusal.Why)
 }

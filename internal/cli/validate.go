@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,9 +12,14 @@ import (
 	"github.com/astra-gitops/astra/internal/diag"
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/report"
 )
 
+// validateOptions are `astra validate`'s: it has no flags of its own.
+type validateOptions struct{}
+
 func (a *app) validateCmd() *cobra.Command {
+	var o validateOptions
 	return &cobra.Command{
 		Use:   "validate",
 		Short: "Check schedules/ and policies/ and report every problem",
@@ -26,32 +32,35 @@ Exit status 2 when there is any error.`,
   astra validate --json
   GITHUB_ACTIONS=true astra validate   # also prints ::error annotations`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, diags, err := config.Load(a.repo())
-			if err != nil {
-				return errkind.Usage(err)
-			}
-			diags = append(diags, shortSecrets(cfg, a.getenv)...)
-			if a.json() {
-				if err := a.printJSON(validateJSON(cfg, diags)); err != nil {
-					return err
-				}
-			} else {
-				for _, d := range diags {
-					fmt.Fprintln(a.stdout, d)
-				}
-				fmt.Fprintf(a.stdout, "%s, %s, %s: %s, %s\n", count(len(cfg.Schedules), "schedule"), count(len(cfg.Policies.Tools), "tool"),
-					count(len(cfg.Policies.Actors), "actor"), count(diags.Errors(), "error"), count(len(diags)-diags.Errors(), "warning"))
-			}
-			if a.inGitHubActions() {
-				diags.WriteGitHub(a.stdout)
-			}
-			if diags.Errors() > 0 {
-				return errkind.Reported(errkind.ErrUsage)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runValidate(cmd.Context(), o) },
 	}
+}
+
+// runValidate is `astra validate`.
+func (a *app) runValidate(_ context.Context, _ validateOptions) error {
+	cfg, diags, err := config.Load(a.repo())
+	if err != nil {
+		return err
+	}
+	diags = append(diags, shortSecrets(cfg, a.getenv)...)
+	if a.json() {
+		if err := a.printJSON(validateJSON(cfg, diags)); err != nil {
+			return err
+		}
+	} else {
+		for _, d := range diags {
+			fmt.Fprintln(a.stdout, d)
+		}
+		fmt.Fprintf(a.stdout, "%s, %s, %s: %s, %s\n", count(len(cfg.Schedules), "schedule"), count(len(cfg.Policies.Tools), "tool"),
+			count(len(cfg.Policies.Actors), "actor"), count(diags.Errors(), "error"), count(len(diags)-diags.Errors(), "warning"))
+	}
+	if a.inGitHubActions() {
+		report.DiagnosticAnnotations(a.stdout, diags)
+	}
+	if diags.Errors() > 0 {
+		return errkind.Reported(errkind.ErrUsage)
+	}
+	return nil
 }
 
 type diagJSON struct {
@@ -87,7 +96,7 @@ func validateJSON(cfg *model.Config, diags diag.List) any {
 func (a *app) loadConfig() (*model.Config, error) {
 	cfg, diags, err := config.Load(a.repo())
 	if err != nil {
-		return nil, errkind.Usage(err)
+		return nil, err
 	}
 	if diags.Errors() > 0 {
 		for _, d := range diags {
@@ -96,7 +105,7 @@ func (a *app) loadConfig() (*model.Config, error) {
 			}
 		}
 		if a.inGitHubActions() {
-			diags.WriteGitHub(a.stdout)
+			report.DiagnosticAnnotations(a.stdout, diags)
 		}
 		return nil, errkind.Usagef("configuration has %d error(s); nothing ran (see `astra validate`)", diags.Errors())
 	}

@@ -41,9 +41,10 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	f.gitRequired = true
 }
 
-// secretEnv is the environment's secret values, for redaction.
+// redactor hides the secrets of this invocation's environment: values of
+// secret-looking names, the GitHub token and the approval secret.
 func (a *app) redactor() *redact.Redactor {
-	return redact.FromEnv(os.Environ()).With(a.getenv("GITHUB_TOKEN"), a.getenv("ASTRA_APPROVAL_SECRET"))
+	return redact.FromEnv(a.environ).With(a.getenv("GITHUB_TOKEN"), a.getenv("ASTRA_APPROVAL_SECRET"))
 }
 
 // runnerID names this runner in claims: the GitHub Actions run, or host and pid.
@@ -78,13 +79,13 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 	red := a.redactor()
 	fc, err := a.forgeClient()
 	if err != nil {
-		return nil, errkind.Usagef("%w", err)
+		return nil, err
 	}
 	if a.tracer, err = telemetry.Setup(context.Background(), telemetry.Options{Getenv: a.getenv, Redact: red.String, Version: buildinfo.Version()}); err != nil {
 		return nil, errkind.Usagef("tracing: %w", err)
 	}
 	opts := runner.Options{
-		Root: a.repo(), Clock: a.clock, DryRun: f.dryRun, Limit: limit, Filter: filter, Repair: f.repair,
+		Root: a.repo(), Clock: a.now, DryRun: f.dryRun, Limit: limit, Filter: filter, Repair: f.repair,
 		NoPush: f.noPush || !a.v.GetBool("git.push"), RunnerID: a.runnerID(), SegmentSize: a.v.GetInt64("ledger.segment_size"),
 		OutputTail: a.v.GetInt("ledger.output_tail"), Secret: []byte(a.getenv("ASTRA_APPROVAL_SECRET")), Getenv: a.getenv,
 		Redact: red, MaxParallel: f.maxParallel, CI: a.inGitHubActions(), Tracer: a.tracer, TraceParent: a.getenv("TRACEPARENT"),
@@ -92,7 +93,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 	if opts.MaxParallel == 0 {
 		opts.MaxParallel = a.v.GetInt("run.max_parallel")
 	}
-	if a.verbose() || isTerminal(a.stderr) {
+	if a.verbose() || a.errTTY {
 		opts.Progress = a.stderr
 	}
 	exec := executor.New(executor.Options{Redactor: red, Builtin: tools.Builtin(cfg, a.store(), a.now), GitHub: githubTools(fc)})
@@ -114,7 +115,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 			// A plain directory: the ledger is written, nothing is committed
 			// (the report says so).
 		default:
-			return nil, &errkind.Error{Kind: errkind.ErrInfra, Err: err}
+			return nil, errkind.Default(err, errkind.ErrInfra)
 		}
 	}
 	var approvals runner.Forge

@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/astra-gitops/astra/internal/diag"
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/redact"
 	"github.com/astra-gitops/astra/internal/repofs"
@@ -33,10 +34,17 @@ const (
 
 // Load reads and validates the configuration of the repository at root.
 // The returned config is usable only when diags hold no errors; err is set
-// only when the files cannot be read at all. Every file read is a regular
-// file inside the repository (internal/repofs), and the work is bounded by
-// the limits in internal/model, whatever the files hold.
+// only when the files cannot be read at all, and is of kind
+// errkind.ErrUsage: nothing can run on a configuration astra cannot read.
+// Every file read is a regular file inside the repository
+// (internal/repofs), and the work is bounded by the limits in
+// internal/model, whatever the files hold.
 func Load(root string) (*model.Config, diag.List, error) {
+	cfg, diags, err := loadFiles(root)
+	return cfg, diags, errkind.Usage(err)
+}
+
+func loadFiles(root string) (*model.Config, diag.List, error) {
 	l := &loader{root: root, cfg: &model.Config{}}
 	cfg, diags := l.cfg, &l.diags
 

@@ -3,7 +3,6 @@ package diag
 
 import (
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 )
@@ -125,38 +124,4 @@ func (e ListError) Error() string {
 		b.WriteString(d.String())
 	}
 	return b.String()
-}
-
-// WriteGitHub writes GitHub Actions workflow commands so that problems show
-// inline in pull request diffs.
-func (l List) WriteGitHub(w io.Writer) {
-	for _, d := range l {
-		var props []string
-		if d.Pos.File != "" {
-			props = append(props, "file="+EscapeProperty(d.Pos.File))
-		}
-		if d.Pos.Line > 0 {
-			props = append(props, fmt.Sprintf("line=%d", d.Pos.Line))
-		}
-		if d.Pos.Col > 0 {
-			props = append(props, fmt.Sprintf("col=%d", d.Pos.Col))
-		}
-		msg := d.Msg
-		if d.Hint != "" {
-			msg += " (" + d.Hint + ")"
-		}
-		fmt.Fprintf(w, "::%s %s::%s\n", d.Severity, strings.Join(props, ","), EscapeData(msg))
-	}
-}
-
-// EscapeData escapes a workflow command's message, and EscapeProperty a
-// property value (title=, file=), by the rules of the GitHub Actions
-// toolkit (command.ts): a comma or colon would end a property, a newline
-// the command.
-func EscapeData(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
-}
-
-func EscapeProperty(s string) string {
-	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
 }

@@ -238,7 +238,9 @@ func (g *guard) wallClock(frac float64) {
 	g.warn(LimitWallClock, frac)
 }
 
-// estimate is seed 002's conservative 3 characters per token.
+// estimateLocked counts tokens as 3 characters each (seed 002's
+// conservative rule) while the tool reports no usage of its own; the
+// caller holds the guard's lock.
 func (g *guard) estimateLocked() {
 	if !g.reported {
 		g.usage.Tokens = int64(math.Ceil(float64(g.inBytes+g.outBytes) / 3))

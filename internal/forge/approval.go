@@ -353,7 +353,7 @@ func fileContent(fc *github.RepositoryContent) ([]byte, error) {
 	}
 	s, err := fc.GetContent()
 	if err != nil {
-		return nil, fmt.Errorf("decode %s: %v", fc.GetPath(), err)
+		return nil, fmt.Errorf("decode %s: %w", fc.GetPath(), err)
 	}
 	return []byte(s), nil
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-github/v60/github"
+
+	"github.com/astra-gitops/astra/internal/errkind"
 )
 
 // ErrNotFound is matched (errors.Is) by every error caused by a GitHub 404.
@@ -47,11 +49,17 @@ func (e *APIError) Error() string {
 	return b.String()
 }
 
-// Unwrap exposes ErrNotFound for 404s and go-github's own error value.
+// Unwrap exposes ErrNotFound for 404s, errkind.ErrInfra for GitHub's own
+// failures (5xx, after retries), and go-github's own error value. Other
+// answers carry no kind: whether a 403 or a 404 is the configuration's
+// fault or an outage to report is the caller's to say.
 func (e *APIError) Unwrap() []error {
 	out := []error{e.gh}
-	if e.Status == http.StatusNotFound {
+	switch {
+	case e.Status == http.StatusNotFound:
 		out = append(out, ErrNotFound)
+	case e.Status >= 500:
+		out = append(out, errkind.ErrInfra)
 	}
 	return out
 }
@@ -83,6 +91,9 @@ func (e *RateLimitError) Error() string {
 	return fmt.Sprintf("GitHub %s hit for %s: still limited after %d attempts; try again later", kind, e.Op, e.Attempts)
 }
 
+// Unwrap classifies a limit not waited out as an outage: later it passes.
+func (e *RateLimitError) Unwrap() error { return errkind.ErrInfra }
+
 // TransportError means GitHub could not be reached (after retries, when the
 // request was safe to retry).
 type TransportError struct {
@@ -99,7 +110,8 @@ func (e *TransportError) Error() string {
 	return fmt.Sprintf("cannot reach GitHub for %s: %s", e.Op, e.msg)
 }
 
-func (e *TransportError) Unwrap() error { return e.err }
+// Unwrap exposes the cause, and errkind.ErrInfra: GitHub was not reached.
+func (e *TransportError) Unwrap() []error { return []error{errkind.ErrInfra, e.err} }
 
 // opError prefixes what astra was doing; its message is redacted once, at
 // construction, so no path can print the token.

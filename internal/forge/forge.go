@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/google/go-github/v60/github"
+
+	"github.com/astra-gitops/astra/internal/errkind"
 )
 
 // defaultAPIURL is GitHub's REST API root (GITHUB_API_URL on github.com).
@@ -76,12 +78,13 @@ var (
 )
 
 // New returns a client for opts.Repository. It fails with a clear message
-// when the token is empty or the repository is not "owner/repo".
+// (of kind errkind.ErrUsage) when the token is empty or the repository is
+// not "owner/repo".
 func New(opts Options) (*Client, error) {
 	token := strings.TrimSpace(opts.Token)
 	if token == "" {
-		return nil, errors.New("forge: the GitHub token is empty: set GITHUB_TOKEN " +
-			"(in a workflow step: env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }})")
+		return nil, errkind.Usage(errors.New("forge: the GitHub token is empty: set GITHUB_TOKEN " +
+			"(in a workflow step: env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }})"))
 	}
 	// Real tokens are 40+ characters; replacing a very short "token"
 	// everywhere would only garble messages.
@@ -93,7 +96,7 @@ func New(opts Options) (*Client, error) {
 	}
 	owner, repo, ok := strings.Cut(opts.Repository, "/")
 	if !ok || !ownerRE.MatchString(owner) || !repoRE.MatchString(repo) || repo == "." || repo == ".." {
-		return nil, errors.New(redact(fmt.Sprintf("forge: GITHUB_REPOSITORY %q is not of the form owner/repo", opts.Repository)))
+		return nil, errkind.Usage(errors.New(redact(fmt.Sprintf("forge: GITHUB_REPOSITORY %q is not of the form owner/repo", opts.Repository))))
 	}
 	api := opts.APIURL
 	if api == "" {
@@ -101,10 +104,10 @@ func New(opts Options) (*Client, error) {
 	}
 	u, err := url.Parse(api)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, errors.New(redact(fmt.Sprintf("forge: GITHUB_API_URL %q is not an http(s) URL", api)))
+		return nil, errkind.Usage(errors.New(redact(fmt.Sprintf("forge: GITHUB_API_URL %q is not an http(s) URL", api))))
 	}
 	if u.User != nil {
-		return nil, errors.New("forge: GITHUB_API_URL must not contain credentials; pass the token as GITHUB_TOKEN")
+		return nil, errkind.Usage(errors.New("forge: GITHUB_API_URL must not contain credentials; pass the token as GITHUB_TOKEN"))
 	}
 	u.RawQuery, u.Fragment = "", ""
 	if !strings.HasSuffix(u.Path, "/") {

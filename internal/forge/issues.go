@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-github/v60/github"
+
+	"github.com/astra-gitops/astra/internal/errkind"
 )
 
 // FileAt reads path at ref (branch, tag or commit SHA) with the contents
@@ -55,7 +57,9 @@ var (
 // invitation does not count). Logins are checked first, without API calls.
 // If no entry matches and a team could not be checked (missing team, token
 // without organization access), it returns false and the error: it fails
-// closed.
+// closed. A team GitHub could not answer for (5xx, network, a rate limit
+// not waited out) makes the error of kind errkind.ErrInfra: an outage, not
+// an answer; an entry that is neither a login nor a team is ErrUsage.
 func (c *Client) IsApprover(ctx context.Context, login string, allowed []string) (bool, error) {
 	login = strings.TrimPrefix(strings.TrimSpace(login), "@")
 	if login == "" {
@@ -67,7 +71,7 @@ func (c *Client) IsApprover(ctx context.Context, login string, allowed []string)
 		a = strings.TrimPrefix(strings.TrimSpace(a), "@")
 		if org, slug, ok := strings.Cut(a, "/"); ok {
 			if !loginRE.MatchString(org) || !slugRE.MatchString(slug) {
-				return false, c.failf("approver %q is neither a login nor @org/team-slug", a)
+				return false, errkind.Usage(c.failf("approver %q is neither a login nor @org/team-slug", a))
 			}
 			teams = append(teams, team{org, slug})
 			continue

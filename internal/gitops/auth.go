@@ -13,6 +13,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/config"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/astra-gitops/astra/internal/errkind"
 )
 
 // tokenUser is the user name GitHub expects with an installation or
@@ -339,5 +341,5 @@ func (r *Repo) transportError(op string, err error) error {
 	case errors.Is(err, transport.ErrRepositoryNotFound):
 		return r.fail(nil, where+": repository not found", nil, "check the remote URL")
 	}
-	return r.fail(nil, where+" failed", err, "check the remote URL and network access")
+	return r.fail(errkind.ErrInfra, where+" failed", err, "check the remote URL and network access")
 }

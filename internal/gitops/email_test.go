@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +45,19 @@ func TestUserEmail(t *testing.T) {
 	}
 	if _, err := UserEmail(t.TempDir()); err == nil {
 		t.Error("outside a repository: no error")
+	}
+}
+
+func TestSetConfig(t *testing.T) {
+	dir := t.TempDir()
+	gitCmd(t, dir, "init", "-q")
+	if err := SetConfig(dir, "diff.astra-ledger.textconv", "astra ledger cat"); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitCmd(t, dir, "config", "diff.astra-ledger.textconv"); strings.TrimSpace(got) != "astra ledger cat" {
+		t.Fatalf("config = %q", got)
+	}
+	if err := SetConfig(t.TempDir(), "diff.x.textconv", "y"); err == nil || !strings.Contains(err.Error(), "git config diff.x.textconv") {
+		t.Fatalf("outside a repository: %v", err)
 	}
 }

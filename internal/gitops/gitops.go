@@ -33,6 +33,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage"
+
+	"github.com/astra-gitops/astra/internal/errkind"
 )
 
 // Defaults applied by Open to empty Options fields.
@@ -47,11 +49,15 @@ const (
 const SpillPrefix = "refs/heads/astra/spill/"
 
 // Errors callers branch on. Errors returned by this package wrap one of these
-// where it applies, so use errors.Is.
+// where it applies, so use errors.Is. Some carry their kind (internal/
+// errkind) too: ErrRejected and ErrLocked are passing conditions
+// (errkind.ErrInfra: a later run gets through), ErrNotRepository and
+// ErrProtected are the setup's (errkind.ErrUsage). A remote that cannot be
+// reached at all is errkind.ErrInfra as well.
 var (
 	// ErrRejected: the remote branch moved (non-fast-forward). Sync, re-apply
 	// the unpushed events, commit and push again.
-	ErrRejected = errors.New("push rejected: the remote branch has new commits")
+	ErrRejected = errkind.Infra(errors.New("push rejected: the remote branch has new commits"))
 	// ErrNoRemoteBranch: the remote does not have the branch yet (first run on
 	// a new state branch); the first Push creates it.
 	ErrNoRemoteBranch = errors.New("the remote does not have the branch yet")
@@ -63,11 +69,11 @@ var (
 	ErrLocalChanges = errors.New("uncommitted local changes would be overwritten")
 	// ErrNotRepository: the directory is not a git worktree; astra then
 	// writes its files without committing them.
-	ErrNotRepository = errors.New("not a git repository")
+	ErrNotRepository = errkind.Usage(errors.New("not a git repository"))
 	// ErrLocked: another process holds the checkout's index lock
 	// (.git/index.lock); nothing was changed. A lock provably left by a
 	// process that is gone is removed instead (see Repo.Warnings).
-	ErrLocked = errors.New("another astra or git process is using this checkout")
+	ErrLocked = errkind.Infra(errors.New("another astra or git process is using this checkout"))
 )
 
 // Options configures Open. Only Dir is required.

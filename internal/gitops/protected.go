@@ -6,11 +6,13 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+
+	"github.com/astra-gitops/astra/internal/errkind"
 )
 
 // ErrProtected: the remote refuses direct pushes to the branch (branch
 // protection or a ruleset). Retrying cannot help; nothing was changed.
-var ErrProtected = errors.New("the branch is protected")
+var ErrProtected = errkind.Usage(errors.New("the branch is protected"))
 
 // maxRemoteText bounds what a push keeps of the remote's messages.
 const maxRemoteText = 16 << 10

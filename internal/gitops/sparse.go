@@ -111,7 +111,7 @@ func (r *Repo) sparseAdd(ctx context.Context, arg string) error {
 	cmd.Dir = r.dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C") // Widen reads git's message
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("git sparse-checkout add %s: %v: %s", arg, err, bytes.TrimSpace(out))
+		return fmt.Errorf("git sparse-checkout add %s: %w: %s", arg, err, bytes.TrimSpace(out))
 	}
 	return nil
 }

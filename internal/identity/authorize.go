@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
 )
 
@@ -16,7 +17,8 @@ type Teams interface {
 
 // ApproverChecker is internal/forge's Client: IsApprover checks a login
 // against logins and @org/team entries, failing closed with a clear error
-// when a team cannot be read.
+// when a team cannot be read (of kind errkind.ErrInfra when GitHub could
+// not answer).
 type ApproverChecker interface {
 	IsApprover(ctx context.Context, login string, allowed []string) (bool, error)
 }
@@ -30,13 +32,22 @@ func (f forgeTeams) IsTeamMember(ctx context.Context, org, team, login string) (
 	return f.c.IsApprover(ctx, login, []string{"@" + org + "/" + team})
 }
 
-// Decision is the answer of Authorize.
+// Decision is the answer of Authorize: allowed, refused (Reason says
+// why), or not decided at all (Err).
 type Decision struct {
 	Allowed bool
 	Role    string // the role that allowed it
 	Reason  string // plain words, for the message and the ledger
-	Err     error  // a team that could not be checked; the decision is a refusal
+	// Err is set when no decision could be made: a team that might hold
+	// the person could not be asked (GitHub down, a timeout, a rate limit
+	// not waited out). It is of kind errkind.ErrInfra; the caller asks
+	// again later and records no refusal. A team that is missing or that
+	// the token may not read is a refusal instead: it fails closed.
+	Err error
 }
+
+// Undecided reports whether an outage kept Authorize from deciding.
+func (d Decision) Undecided() bool { return d.Err != nil }
 
 // Authorize decides whether id may perform verb. Logins are compared
 // case-insensitively without any API call; teams are asked of teams (nil
@@ -65,7 +76,7 @@ func Authorize(ctx context.Context, pol *model.Policies, verb string, id Identit
 			}
 		}
 	}
-	var errs []error
+	var refusals, outages []error
 	for _, role := range roles {
 		for _, m := range pol.Roles[role] {
 			org, team, ok := strings.Cut(strings.TrimPrefix(m, "@"), "/")
@@ -73,12 +84,16 @@ func Authorize(ctx context.Context, pol *model.Policies, verb string, id Identit
 				continue
 			}
 			if teams == nil {
-				errs = append(errs, fmt.Errorf("team %s cannot be checked without GitHub (GITHUB_TOKEN and GITHUB_REPOSITORY)", m))
+				refusals = append(refusals, fmt.Errorf("team %s cannot be checked without GitHub (GITHUB_TOKEN and GITHUB_REPOSITORY)", m))
 				continue
 			}
 			in, err := teams.IsTeamMember(ctx, org, team, login)
-			if err != nil {
-				errs = append(errs, err)
+			switch {
+			case errors.Is(err, errkind.ErrInfra):
+				outages = append(outages, err)
+				continue
+			case err != nil:
+				refusals = append(refusals, err)
 				continue
 			}
 			if in {
@@ -98,9 +113,12 @@ func Authorize(ctx context.Context, pol *model.Policies, verb string, id Identit
 		}
 		fmt.Fprintf(&b, "%s (%s)", role, members)
 	}
-	d := Decision{Reason: b.String(), Err: errors.Join(errs...)}
-	if d.Err != nil {
-		d.Reason += "; " + d.Err.Error()
+	if err := errors.Join(refusals...); err != nil {
+		b.WriteString("; " + err.Error())
+	}
+	d := Decision{Reason: b.String()}
+	if len(outages) > 0 {
+		d.Err = errkind.Infraf("cannot tell whether %s may %s: %w", id, verb, errors.Join(outages...))
 	}
 	return d
 }

@@ -3,10 +3,14 @@ package identity
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/forge"
 	"github.com/astra-gitops/astra/internal/forge/githubtest"
 	"github.com/astra-gitops/astra/internal/model"
@@ -149,15 +153,20 @@ func TestAuthorizeTeams(t *testing.T) {
 	if d := Authorize(ctx, p, model.VerbApprove, Identity{Login: "OctoCat", Source: SourceGitHubActions}, f, ""); !d.Allowed || f.calls != 0 {
 		t.Errorf("login match: %+v after %d team calls", d, f.calls)
 	}
-	// A team that cannot be checked refuses, saying why.
+	// A team that cannot be read refuses (it fails closed), saying why.
 	f = &teamsFake{err: errors.New("team @octo/founders not found, or the token cannot read it")}
 	d := Authorize(ctx, p, model.VerbApprove, dana, f, "")
-	if d.Allowed || d.Err == nil || !strings.Contains(d.Reason, "cannot read it") {
+	if d.Allowed || d.Undecided() || !strings.Contains(d.Reason, "cannot read it") {
 		t.Errorf("unreadable team: %+v", d)
 	}
 	d = Authorize(ctx, p, model.VerbApprove, dana, nil, "")
-	if d.Allowed || d.Err == nil || !strings.Contains(d.Reason, "team @octo/founders cannot be checked without GitHub") {
+	if d.Allowed || d.Undecided() || !strings.Contains(d.Reason, "team @octo/founders cannot be checked without GitHub") {
 		t.Errorf("no GitHub: %+v", d)
+	}
+	// A team GitHub could not answer for decides nothing.
+	f = &teamsFake{err: errkind.Infraf("cannot reach GitHub")}
+	if d := Authorize(ctx, p, model.VerbApprove, dana, f, ""); d.Allowed || !d.Undecided() || !errors.Is(d.Err, errkind.ErrInfra) {
+		t.Errorf("outage: %+v", d)
 	}
 
 	// Through the GitHub API (a fake over a real repository).
@@ -173,11 +182,75 @@ func TestAuthorizeTeams(t *testing.T) {
 		t.Errorf("team member: %+v", d)
 	}
 	erin := Identity{Login: "erin", Source: SourceGitHubActions, Verified: true}
-	if d := Authorize(ctx, p, model.VerbApprove, erin, teams, ""); d.Allowed || d.Err != nil {
+	if d := Authorize(ctx, p, model.VerbApprove, erin, teams, ""); d.Allowed || d.Undecided() {
 		t.Errorf("pending invitation: %+v", d)
 	}
 	p.Roles["founder"] = []string{"@octo/missing"}
-	if d := Authorize(ctx, p, model.VerbApprove, dana, teams, ""); d.Allowed || d.Err == nil || !strings.Contains(d.Reason, "@octo/missing not found") {
+	if d := Authorize(ctx, p, model.VerbApprove, dana, teams, ""); d.Allowed || d.Undecided() || !strings.Contains(d.Reason, "@octo/missing not found") {
 		t.Errorf("missing team: %+v", d)
+	}
+}
+
+// TestAuthorizeTeamOutage: a team membership lookup that fails for
+// GitHub's reasons (5xx, a timeout) is no decision, never "not an
+// approver"; one that fails for the setup's (a missing team, a token that
+// may not read it) is a refusal. Through a real HTTP server each time.
+func TestAuthorizeTeamOutage(t *testing.T) {
+	p := policies()
+	p.Roles["founder"] = []string{"@octo/founders"}
+	dana := Identity{Login: "dana", Source: SourcePullRequest, Verified: true}
+	for _, c := range []struct {
+		name      string
+		fault     func(*githubtest.Server)
+		undecided bool
+		reason    string
+	}{
+		{"teams API answers 503", func(s *githubtest.Server) {
+			s.FailNext("GET", "/orgs/octo/teams/founders/memberships/dana", http.StatusServiceUnavailable, nil)
+		}, true, "503"},
+		{"teams API answers 502", func(s *githubtest.Server) {
+			s.FailNext("GET", "/orgs/octo/teams/founders/memberships/dana", http.StatusBadGateway, nil)
+		}, true, "502"},
+		{"team read after a 404 answers 500", func(s *githubtest.Server) {
+			s.FailNext("GET", "/orgs/octo/teams/founders", http.StatusInternalServerError, nil)
+		}, true, "500"},
+		{"token may not read teams", func(s *githubtest.Server) {
+			s.FailNext("GET", "/orgs/octo/teams/founders/memberships/dana", http.StatusForbidden, nil)
+		}, false, "cannot read organization team membership"},
+		{"no such team", func(*githubtest.Server) {}, false, "@octo/founders not found"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := githubtest.New(t, githubtest.Config{Repository: "octo/widgets"})
+			if c.name != "no such team" {
+				srv.AddTeamMember("octo", "founders", "erin") // the team exists; dana is not in it
+			}
+			c.fault(srv)
+			fc, err := forge.New(forge.Options{Token: srv.BotToken, Repository: "octo/widgets", APIURL: srv.URL, MaxRetries: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := Authorize(context.Background(), p, model.VerbApprove, dana, ForgeTeams(fc), "")
+			if d.Allowed || d.Undecided() != c.undecided {
+				t.Fatalf("decision %+v: undecided %v, want %v", d, d.Undecided(), c.undecided)
+			}
+			if c.undecided && (!errors.Is(d.Err, errkind.ErrInfra) || !strings.Contains(d.Err.Error(), c.reason)) {
+				t.Errorf("outage %v: not infrastructure, or does not say %q", d.Err, c.reason)
+			}
+			if !c.undecided && !strings.Contains(d.Reason, c.reason) {
+				t.Errorf("refusal %q does not say %q", d.Reason, c.reason)
+			}
+		})
+	}
+
+	// A teams API that does not answer in time (a hanging server).
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer hang.Close()
+	fc, err := forge.New(forge.Options{Token: "a-test-token-of-some-length", Repository: "octo/widgets", APIURL: hang.URL,
+		MaxRetries: -1, HTTPClient: &http.Client{Timeout: 200 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := Authorize(context.Background(), p, model.VerbApprove, dana, ForgeTeams(fc), ""); d.Allowed || !errors.Is(d.Err, errkind.ErrInfra) {
+		t.Errorf("timeout: %+v", d)
 	}
 }

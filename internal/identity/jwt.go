@@ -15,6 +15,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
 )
 
@@ -62,7 +63,19 @@ func NewVerifier(issuers []*model.Issuer, client *http.Client, now func() time.T
 // claims to an actor by the issuer's first matching actors entry. The
 // Identity's Login is the token's sub and Actor the mapped actor. Errors
 // never quote the token.
+//
+// A token that does not pass is refused (errkind.ErrRefused); an issuer
+// whose keys cannot be fetched is an outage (errkind.ErrInfra): the token
+// was not checked, so nothing about its caller is decided.
 func (v *Verifier) Verify(ctx context.Context, token string) (Identity, error) {
+	id, err := v.verify(ctx, token)
+	if err != nil && !errkind.Classified(err) {
+		err = errkind.Refused(err)
+	}
+	return id, err
+}
+
+func (v *Verifier) verify(ctx context.Context, token string) (Identity, error) {
 	tok, err := jwt.ParseSigned(strings.TrimSpace(token), signingAlgs)
 	if err != nil {
 		return Identity{}, fmt.Errorf("not a JWT astra accepts (compact form, signed with RS*, PS*, ES* or EdDSA): %v", err)
@@ -147,7 +160,7 @@ func (v *Verifier) key(ctx context.Context, iss *model.Issuer, kid string, alg s
 	}
 	set, err := v.fetch(ctx, iss)
 	if err != nil {
-		return nil, err
+		return nil, errkind.Infraf("cannot check the token: the keys of %s cannot be fetched: %w", iss.Issuer, err)
 	}
 	v.keys[iss.Issuer] = set
 	if k := pick(set, kid, alg); k != nil {
@@ -170,6 +183,8 @@ func pick(set *jose.JSONWebKeySet, kid, alg string) any {
 }
 
 // fetch reads iss's key set, from jwks_url or through OpenID discovery.
+// Whatever fails here is the identity provider's side (or its URL in
+// policies), never the caller's: Verify reports it as an outage.
 func (v *Verifier) fetch(ctx context.Context, iss *model.Issuer) (*jose.JSONWebKeySet, error) {
 	u := iss.JWKSURL
 	if u == "" {
@@ -218,7 +233,7 @@ func (v *Verifier) getJSON(ctx context.Context, u string, out any) error {
 	req.Header.Set("Accept", "application/json")
 	resp, err := v.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("fetch %s: %v", u, err)
+		return err // a *url.Error: it names the method and the URL
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -226,13 +241,13 @@ func (v *Verifier) getJSON(ctx context.Context, u string, out any) error {
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocument+1))
 	if err != nil {
-		return fmt.Errorf("fetch %s: %v", u, err)
+		return fmt.Errorf("fetch %s: %w", u, err)
 	}
 	if len(body) > maxDocument {
 		return fmt.Errorf("fetch %s: larger than %d bytes", u, maxDocument)
 	}
 	if err := json.Unmarshal(body, out); err != nil {
-		return fmt.Errorf("read %s: %v", u, err)
+		return fmt.Errorf("read %s: %w", u, err)
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,6 +23,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
 )
 
@@ -216,6 +219,9 @@ func TestVerifyJWTRefuses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.err) {
 			t.Errorf("%s: err = %v, want %q", c.name, err, c.err)
 		}
+		if !errors.Is(err, errkind.ErrRefused) || errors.Is(err, errkind.ErrInfra) {
+			t.Errorf("%s: %v is not a refusal (kind %v)", c.name, err, errkind.Of(err))
+		}
 		if id.Login != "" || id.Actor != "" {
 			t.Errorf("%s: identity %+v returned with the error", c.name, id)
 		}
@@ -258,7 +264,10 @@ func TestJWTKeyRotation(t *testing.T) {
 	}
 }
 
-func TestJWTKeyFetchRefusals(t *testing.T) {
+// TestJWTKeyFetchFailures: keys that cannot be fetched, from a URL
+// policies name or from an issuer that answers wrongly, leave the token
+// unchecked: an outage, never a refusal of its caller.
+func TestJWTKeyFetchFailures(t *testing.T) {
 	p, iss, _ := setupJWT(t)
 	ctx := context.Background()
 	std, extra := claims(iss.Issuer, nil)
@@ -276,8 +285,12 @@ func TestJWTKeyFetchRefusals(t *testing.T) {
 		i := *iss
 		i.JWKSURL = c.jwks
 		v := NewVerifier([]*model.Issuer{&i}, c.client, func() time.Time { return jwtNow })
-		if _, err := v.Verify(ctx, token); err == nil || !strings.Contains(err.Error(), c.err) {
+		_, err := v.Verify(ctx, token)
+		if err == nil || !strings.Contains(err.Error(), c.err) {
 			t.Errorf("%s: err = %v, want %q", c.name, err, c.err)
+		}
+		if !errors.Is(err, errkind.ErrInfra) || errors.Is(err, errkind.ErrRefused) {
+			t.Errorf("%s: %v is not an outage (kind %v)", c.name, err, errkind.Of(err))
 		}
 	}
 	// A discovery document must name the issuer it was fetched for.
@@ -286,7 +299,66 @@ func TestJWTKeyFetchRefusals(t *testing.T) {
 	i.Issuer = other.srv.URL + "/"
 	std.Issuer = i.Issuer
 	v := NewVerifier([]*model.Issuer{&i}, other.srv.Client(), func() time.Time { return jwtNow })
-	if _, err := v.Verify(ctx, sign(t, jose.RS256, rsaKey, "rsa1", std, extra)); err == nil || !strings.Contains(err.Error(), "names issuer") {
+	if _, err := v.Verify(ctx, sign(t, jose.RS256, rsaKey, "rsa1", std, extra)); err == nil || !strings.Contains(err.Error(), "names issuer") || !errors.Is(err, errkind.ErrInfra) {
 		t.Errorf("issuer mismatch in discovery: %v", err)
+	}
+}
+
+// TestJWTProviderOutage: an identity provider that is down, failing or
+// too slow is an outage (errkind.ErrInfra, exit 3, retried): the token
+// was never checked, so its caller is not refused.
+func TestJWTProviderOutage(t *testing.T) {
+	testKeys(t)
+	failing := func(status int) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down for maintenance", status) }
+	}
+	hanging := func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
+	closed := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return "https://" + addr
+	}
+	for _, c := range []struct {
+		name      string
+		handler   http.HandlerFunc // serves both discovery and keys; nil: nothing listens
+		discovery bool             // the keys come through discovery, not jwks_url
+		err       string
+	}{
+		{"key set answers 503", failing(http.StatusServiceUnavailable), false, "503 Service Unavailable"},
+		{"discovery answers 503", failing(http.StatusServiceUnavailable), true, "503 Service Unavailable"},
+		{"key set answers 500", failing(http.StatusInternalServerError), false, "500 Internal Server Error"},
+		{"key set times out", hanging, false, "Client.Timeout"},
+		{"discovery times out", hanging, true, "Client.Timeout"},
+		{"nothing listens", nil, false, "connection refused"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base, client := closed(), &http.Client{Timeout: 200 * time.Millisecond}
+			if c.handler != nil {
+				srv := httptest.NewTLSServer(c.handler)
+				t.Cleanup(srv.Close)
+				base, client = srv.URL, srv.Client()
+				client.Timeout = 200 * time.Millisecond
+			}
+			iss := &model.Issuer{Issuer: base, Audience: "astra", Actors: []*model.ClaimsActor{{Claims: map[string]string{"repository": "octo/*"}, Actor: "ci"}}}
+			if !c.discovery {
+				iss.JWKSURL = base + "/keys"
+			}
+			std, extra := claims(iss.Issuer, nil)
+			v := NewVerifier([]*model.Issuer{iss}, client, func() time.Time { return jwtNow })
+			id, err := v.Verify(context.Background(), sign(t, jose.RS256, rsaKey, "rsa1", std, extra))
+			if !errors.Is(err, errkind.ErrInfra) || errors.Is(err, errkind.ErrRefused) {
+				t.Fatalf("Verify = %v (kind %v), want an outage, not a refusal", err, errkind.Of(err))
+			}
+			if !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "cannot be fetched") {
+				t.Errorf("error %q does not say %q and what could not be fetched", err, c.err)
+			}
+			if id.Login != "" || id.Verified {
+				t.Errorf("identity %+v returned with an outage", id)
+			}
+		})
 	}
 }

@@ -4,7 +4,6 @@ package report
 
 import (
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/astra-gitops/astra/internal/introspect"
@@ -141,7 +140,7 @@ func Collect(cfg *model.Config, store *ledger.Store, now time.Time, repository, 
 		d.Schedules = append(d.Schedules, *stats[sc.ID])
 		if a := st.Approvals[sc.ID]; a != nil {
 			p := Pending{ScheduleID: sc.ID, Name: sc.Name, Slot: a.Slot, PR: a.PR, RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt}
-			p.URL = PullURL(serverURL, repository, a.PR)
+			p.URL = introspect.Repository{ServerURL: serverURL, Name: repository}.PullURL(a.PR)
 			d.Pending = append(d.Pending, p)
 		}
 	}
@@ -154,13 +153,4 @@ func Collect(cfg *model.Config, store *ledger.Store, now time.Time, repository, 
 	}
 	sort.Slice(d.DeadLetters, func(i, j int) bool { return d.DeadLetters[i].At.Before(d.DeadLetters[j].At) })
 	return d, nil
-}
-
-// PullURL links pull request pr of repository (owner/repo) on serverURL,
-// or is "" when either is unknown.
-func PullURL(serverURL, repository string, pr int) string {
-	if repository == "" || pr == 0 {
-		return ""
-	}
-	return serverURL + "/" + repository + "/pull/" + strconv.Itoa(pr)
 }

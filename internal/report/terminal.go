@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/astra-gitops/astra/internal/runner"
+	"github.com/astra-gitops/astra/internal/ui"
 )
 
 // Paint colours an outcome's action word; Plain leaves it as is.
@@ -15,16 +16,17 @@ type Paint func(action, text string) string
 // Plain is the Paint of a non-terminal (or NO_COLOR).
 func Plain(_, text string) string { return text }
 
-// ANSI colours actions for terminals.
+// ANSI colours actions for terminals (through a ui.Writer that allows
+// colour; any other writer keeps the text only).
 func ANSI(action, text string) string {
-	code := map[string]string{
-		runner.ActionRan: "32", runner.ActionFailed: "31", runner.ActionLost: "31", runner.ActionAwaitingApproval: "33",
-		runner.ActionDryRun: "36", runner.ActionWouldRun: "36",
+	c := map[string]ui.Colour{
+		runner.ActionRan: ui.Green, runner.ActionFailed: ui.Red, runner.ActionLost: ui.Red, runner.ActionAwaitingApproval: ui.Yellow,
+		runner.ActionDryRun: ui.Cyan, runner.ActionWouldRun: ui.Cyan,
 	}[action]
-	if code == "" {
-		code = "2" // skipped, missed: dim
+	if c == "" {
+		c = ui.Dim // skipped, missed
 	}
-	return "\x1b[" + code + "m" + text + "\x1b[0m"
+	return ui.Paint(c, text)
 }
 
 // Terminal writes the human report of a run: one line per outcome with

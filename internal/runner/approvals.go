@@ -91,6 +91,9 @@ func (s *session) settle(ctx context.Context, sc *model.Schedule, req *state.App
 // merged checks a merged approval pull request against the request.
 func (s *session) merged(ctx context.Context, sc *model.Schedule, req *state.Approval, pr forge.PR) error {
 	d := s.authorize(ctx, model.VerbApprove, identity.PullRequestIdentity(pr.MergedBy), sc)
+	if d.Undecided() {
+		return s.unchecked(sc, req, fmt.Sprintf("checking who merged pull request #%d", pr.Number), d.Err)
+	}
 	if !d.Allowed {
 		return s.refuseRequest(sc, req, fmt.Sprintf("pull request #%d was merged by %s, who may not approve (%s); nothing runs. "+
 			"The request ends here and the next slot opens a new pull request; revert the merge if it was a mistake", pr.Number, pr.MergedBy, d.Reason))
@@ -125,6 +128,9 @@ func (s *session) merged(ctx context.Context, sc *model.Schedule, req *state.App
 // closed settles a request whose pull request was closed without merging.
 func (s *session) closed(ctx context.Context, sc *model.Schedule, req *state.Approval, pr forge.PR) error {
 	d := s.authorize(ctx, model.VerbReject, identity.PullRequestIdentity(pr.ClosedBy), sc)
+	if d.Undecided() {
+		return s.unchecked(sc, req, fmt.Sprintf("checking who closed pull request #%d", pr.Number), d.Err)
+	}
 	if !d.Allowed {
 		return s.refuseRequest(sc, req, fmt.Sprintf("pull request #%d was closed by %s, who may not reject (%s); a closed pull request can no longer be merged, "+
 			"so the request ends and the next slot asks again", pr.Number, orUnknown(pr.ClosedBy), d.Reason))

@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/forge"
+	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
 )
 
@@ -289,6 +291,56 @@ func TestForgeErrorsWhileSettling(t *testing.T) {
 				t.Fatal("the merge did not count once GitHub answered")
 			}
 		})
+	}
+}
+
+// A merger whose team GitHub cannot answer for is not refused: the
+// request stays pending, recorded as checked-failed, the run ends as an
+// outage, and the next run decides once GitHub answers.
+func TestTeamOutageWhileCheckingMerger(t *testing.T) {
+	e := approvalEnv(t, "")
+	e.cfg.Policies.Roles["founder"] = []string{"@octo/founders"}
+	e.forge.merge(t, 1, "dana", e.dir, "s")
+	e.forge.approverErr = errkind.Infraf("forge: check whether dana is in @octo/founders: GitHub returned 503")
+	_, err := e.runner("2026-11-22T09:10:00Z").RunDue(context.Background())
+	if !errors.Is(err, errkind.ErrInfra) {
+		t.Fatalf("want an outage at the end, got %v", err)
+	}
+	if e.count(ledger.ApprovalRefused, "s") != 0 || e.count(ledger.ApprovalUnchecked, "s") != 1 || e.exec.runs("s") != 0 {
+		t.Fatalf("refused %d, unchecked %d, ran %d: an outage must leave the request pending",
+			e.count(ledger.ApprovalRefused, "s"), e.count(ledger.ApprovalUnchecked, "s"), e.exec.runs("s"))
+	}
+	if msg := e.lastError(ledger.ApprovalUnchecked); !strings.Contains(msg, "checking who merged pull request #1") || !strings.Contains(msg, "503") {
+		t.Errorf("check_failed says %q", msg)
+	}
+	e.forge.approverErr = nil
+	e.forge.approvers["dana"] = true
+	e.runDue("2026-11-22T09:20:00Z")
+	if e.exec.runs("s") != 1 {
+		t.Fatal("the merge did not count once GitHub answered")
+	}
+}
+
+// A person whose team GitHub cannot answer for is neither allowed nor
+// refused: the decision fails as an outage and nothing is recorded; a
+// person who is not in the team is refused and recorded.
+func TestTeamOutageOnADecision(t *testing.T) {
+	e := newEnv(t, shipDaily)
+	e.runDue("2026-11-22T08:00:00Z")
+	e.cfg.Policies.Roles["founder"] = []string{"@octo/founders"}
+	dana := identity.Identity{Login: "dana", Source: identity.SourceGitHubActions, Verified: true}
+	e.forge.approverErr = errkind.Infraf("forge: check whether dana is in @octo/founders: cannot reach GitHub")
+	_, _, err := e.runner("2026-11-22T08:10:00Z").Approve(context.Background(), e.cfg.Schedule("s"), dana, time.Hour)
+	if !errors.Is(err, errkind.ErrInfra) || errors.Is(err, errkind.ErrRefused) {
+		t.Fatalf("Approve during an outage = %v, want infrastructure", err)
+	}
+	if n := e.count(ledger.ActionRefused, ""); n != 0 {
+		t.Fatalf("an outage recorded %d refusal(s)", n)
+	}
+	e.forge.approverErr = nil
+	_, _, err = e.runner("2026-11-22T08:20:00Z").Approve(context.Background(), e.cfg.Schedule("s"), dana, time.Hour)
+	if !errors.Is(err, errkind.ErrRefused) || e.count(ledger.ActionRefused, "") != 1 {
+		t.Fatalf("Approve by a non-member = %v, %d refusals recorded", err, e.count(ledger.ActionRefused, ""))
 	}
 }
 

@@ -60,7 +60,7 @@ func refuse(verb, target string, id identity.Identity, why string) *refusal {
 	}
 	return &refusal{
 		ev:  &ledger.Event{Event: ledger.ActionRefused, Status: ledger.StatusRefused, Reason: verb, By: who, Error: why, Detail: d},
-		err: errkind.Usagef("%s; nothing was done (recorded)", msg),
+		err: errkind.Refusedf("%s; nothing was done (recorded)", msg),
 	}
 }
 
@@ -75,11 +75,15 @@ func (r *Runner) Refuse(ctx context.Context, verb, target string, id identity.Id
 }
 
 // permit asks the policies whether id may take verb (on sc, when the verb
-// concerns one schedule); nil means yes.
+// concerns one schedule); nil means yes. A team GitHub could not answer
+// for is an outage, returned as it is: nothing is refused or recorded.
 func (s *session) permit(ctx context.Context, verb, target string, id identity.Identity, sc *model.Schedule) error {
 	d := s.authorize(ctx, verb, id, sc)
-	if d.Allowed {
+	switch {
+	case d.Allowed:
 		return nil
+	case d.Undecided():
+		return d.Err
 	}
 	return refuse(verb, target, id, d.Reason)
 }

@@ -58,7 +58,7 @@ func (r *Runner) Trigger(ctx context.Context, req TriggerRequest) (*Report, erro
 				if err := s.record(&ledger.Event{Event: ledger.TriggerRefused, Status: ledger.StatusRefused, Reason: "replay", Error: why + " (event " + req.Event + ")"}); err != nil {
 					return nil, err
 				}
-				return nil, errkind.Usagef("trigger %s refused: %s; nothing ran (recorded)", req.Event, why)
+				return nil, errkind.Refusedf("trigger %s refused: %s; nothing ran (recorded)", req.Event, why)
 			}
 		}
 		d, _ := json.Marshal(map[string]any{"key": key, "signature": req.Signature, "identity": req.By.String()})
@@ -105,11 +105,15 @@ func (s *session) callerScopes(id identity.Identity, tool *model.Tool) string {
 
 // Permit asks the policies whether id may take verb (on sc, when the verb
 // concerns one schedule); a refusal is recorded (outside dry runs) and
-// returned.
+// returned. A team GitHub could not answer for is an outage (exit 3),
+// not a refusal: nothing is recorded.
 func (r *Runner) Permit(ctx context.Context, verb, target string, id identity.Identity, sc *model.Schedule) error {
 	d := r.authorize(ctx, verb, id, sc)
-	if d.Allowed {
+	switch {
+	case d.Allowed:
 		return nil
+	case d.Undecided():
+		return fmt.Errorf("%w; nothing was done", d.Err)
 	}
 	return r.Refuse(ctx, verb, target, id, d.Reason)
 }
