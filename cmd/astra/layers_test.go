@@ -44,8 +44,10 @@ var layers = map[string][]string{
 	"internal/executor":          {"internal/ledger", "internal/model", "internal/redact"},
 	"internal/tools":             {"internal/introspect", "internal/ledger", "internal/model", "internal/state"},
 	"internal/identity":          {"internal/model"},
+	"internal/ledgerops":         {"internal/gitops", "internal/ledger", "internal/state"},
 	"internal/runner": {"internal/approval", "internal/executor", "internal/forge", "internal/gate", "internal/gitops", "internal/identity",
-		"internal/introspect", "internal/ledger", "internal/memory", "internal/model", "internal/money", "internal/plan", "internal/redact", "internal/state", "internal/telemetry"},
+		"internal/introspect", "internal/ledger", "internal/ledgerops", "internal/memory", "internal/model", "internal/money", "internal/plan",
+		"internal/redact", "internal/state", "internal/telemetry"},
 	"internal/report": {"internal/diag", "internal/introspect", "internal/ledger", "internal/model", "internal/money", "internal/runner", "internal/state"},
 }
 

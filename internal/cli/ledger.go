@@ -10,7 +10,7 @@ import (
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledger"
-	"github.com/astra-gitops/astra/internal/runner"
+	"github.com/astra-gitops/astra/internal/ledgerops"
 	"github.com/astra-gitops/astra/internal/state"
 )
 
@@ -86,7 +86,7 @@ file:line and exits 1; a clean ledger exits 0.`,
 				switch {
 				case errors.As(err, &ce):
 					bad = true
-					res.Error, res.File, res.Line, res.Hint = ce.Error(), ce.File, ce.Line, runner.RepairHint(ce)
+					res.Error, res.File, res.Line, res.Hint = ce.Error(), ce.File, ce.Line, ledgerops.RepairHint(ce)
 				case err != nil:
 					return err
 				}
@@ -174,7 +174,7 @@ records what was cut. A ledger broken anywhere else is refused: that is not
 a crash, and needs a human (restore the file from git).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rep, err := runner.RepairLedger(a.repo(), a.v.GetInt64("ledger.segment_size"), a.clock, a.gitSizes())
+			rep, err := ledgerops.Repair(a.repo(), a.v.GetInt64("ledger.segment_size"), a.clock, a.gitSizes())
 			if err != nil {
 				return err
 			}
@@ -190,18 +190,13 @@ a crash, and needs a human (restore the file from git).`,
 }
 
 // gitSizes asks git how much of a ledger file it holds; nil outside a
-// repository.
-func (a *app) gitSizes() runner.GitSizes {
+// repository (an interface, so that nil stays nil).
+func (a *app) gitSizes() ledgerops.Sizer {
 	repo, err := gitops.Open(gitops.Options{Dir: a.repo(), Remote: a.v.GetString("git.remote"), Branch: a.v.GetString("ledger_branch")})
 	if err != nil {
 		return nil
 	}
-	return func(path string) ledger.RepairOptions {
-		var o ledger.RepairOptions
-		o.Committed, _, _ = repo.CommittedFileSize(path)
-		o.Pushed, _, _ = repo.RemoteFileSize(path)
-		return o
-	}
+	return repo
 }
 
 // anchors are the ledger heads astra's recent commits recorded; none
