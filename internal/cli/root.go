@@ -232,10 +232,6 @@ func (a *app) now() time.Time {
 	return time.Now().UTC()
 }
 
-// clock is now under its older name, which ledger.go and migrate.go still
-// use; everything else calls now.
-func (a *app) clock() time.Time { return a.now() }
-
 func (a *app) inGitHubActions() bool { return a.getenv("GITHUB_ACTIONS") == "true" }
 
 // printRows is how list commands print: JSON with --json (an empty list as

@@ -9,6 +9,7 @@ import (
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/ledgerops"
 	"github.com/astra-gitops/astra/internal/state"
 )
 
@@ -175,7 +176,7 @@ func (r *Runner) replayLeftovers(ctx context.Context, command string, pending []
 // finish writing (older than the tip's, or missing) is restored. It
 // returns the files holding appends that were not committed.
 func (r *Runner) restoreDrift() (ahead []string, err error) {
-	for _, p := range ledgerPaths {
+	for _, p := range ledgerops.Paths {
 		d, err := r.git.Drift(p)
 		if err != nil {
 			return nil, errkind.Infraf("comparing %s with the branch: %w", p, err)
@@ -197,7 +198,7 @@ func (r *Runner) restoreDrift() (ahead []string, err error) {
 // materializeLedger puts the ledger files of astra's branch in the
 // worktree.
 func (r *Runner) materializeLedger() error {
-	for _, p := range ledgerPaths {
+	for _, p := range ledgerops.Paths {
 		if err := r.git.Materialize(p); err != nil {
 			return errkind.Infraf("writing %s from the branch: %w", p, err)
 		}

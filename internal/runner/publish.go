@@ -127,11 +127,6 @@ func raceBackoff(raced int) time.Duration {
 	return d + rand.N(d)
 }
 
-// ledgerPaths are the files and directories astra appends to; after a sync
-// they must match the branch tip. Approval tokens are not among them: on a
-// state branch they arrive on the default branch, through merged PRs.
-var ledgerPaths = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/" + ledger.ApprovalLog, state.MemoryDir + "/", state.StateDir + "/"}
-
 // pull fetches the branch astra commits to and puts its ledger files in
 // the worktree.
 func (r *Runner) pull(ctx context.Context) error {
