@@ -12,7 +12,8 @@ import (
 	"github.com/astra-gitops/astra/internal/state"
 )
 
-// recovered is what settle found an earlier run left and put right.
+// recovered is what recoverLeftovers found an earlier run left and put
+// right.
 type recovered struct {
 	notes    []string         // said in the report's warnings
 	repaired *ledger.Repaired // a torn tail cut (--repair)
@@ -23,7 +24,8 @@ type recovered struct {
 const reasonNotClaimed = "not_claimed"
 
 // finishReport adds to a report what the run did outside its sessions:
-// what settle and git recovered from, and the commits that stay local.
+// what recoverLeftovers and git recovered from, and the commits that stay
+// local.
 func (r *Runner) finishReport(rep *Report) {
 	if rep == nil || r.git == nil {
 		return
@@ -39,15 +41,16 @@ func (r *Runner) finishReport(rep *Report) {
 	}
 }
 
-// settle starts every run that may write. It keeps other astra runs out
-// of the checkout until release is called, finishes a sync an earlier run was killed in, and makes
-// sure nothing an earlier run recorded stays local: events it appended and
-// did not commit are committed, and commits the remote lacks (a kill
-// between commit and push, a --no-push run, a push that failed) are pushed
-// before anything is decided, replayed on top of the remote ledger when
-// the remote moved meanwhile, as after a lost push race. What it did goes
-// to the run's warnings.
-func (r *Runner) settle(ctx context.Context, command string) (release func(), err error) {
+// recoverLeftovers starts every run that may write. It keeps other astra
+// runs out of the checkout until release is called, finishes a sync an
+// earlier run was killed in, and makes sure nothing an earlier run
+// recorded stays local: events it appended and did not commit are
+// committed, and commits the remote lacks (a kill between commit and push,
+// a --no-push run, a push that failed) are pushed before anything is
+// decided, replayed on top of the remote ledger when the remote moved
+// meanwhile, as after a lost push race. What it did goes to the run's
+// warnings.
+func (r *Runner) recoverLeftovers(ctx context.Context, command string) (release func(), err error) {
 	release = func() {}
 	if r.git == nil || r.opts.DryRun {
 		return release, nil
@@ -56,10 +59,10 @@ func (r *Runner) settle(ctx context.Context, command string) (release func(), er
 	if err != nil {
 		return release, errkind.Infraf("%w", err)
 	}
-	return unlock, r.settleLocked(ctx, command)
+	return unlock, r.recoverLeftoversLocked(ctx, command)
 }
 
-func (r *Runner) settleLocked(ctx context.Context, command string) error {
+func (r *Runner) recoverLeftoversLocked(ctx context.Context, command string) error {
 	n, known := 0, false
 	var err error
 	if !r.opts.NoPush {
@@ -142,12 +145,12 @@ func (r *Runner) replayLeftovers(ctx context.Context, command string, pending []
 	if err != nil {
 		return err
 	}
-	fresh, err := notInLedger(r.opts.Root, pending)
+	unrecorded, err := notInLedger(r.opts.Root, pending)
 	if err != nil {
 		return errkind.Ledger(err, "")
 	}
 	var keep []*ledger.Event
-	for _, e := range fresh {
+	for _, e := range unrecorded {
 		if !redundant(s.state(), e) {
 			keep = append(keep, e)
 		}

@@ -38,7 +38,7 @@ type Syncer interface {
 	Warnings() []string
 	// Branch is the branch astra commits to; Head its local tip ("" before
 	// its first commit); HeadHas whether the checked-out commit has a path.
-	// They tell where the ledger lives (see checkHome).
+	// They tell where the ledger lives (see checkLedgerBranch).
 	Branch() string
 	Head() (string, error)
 	HeadHas(path string) (bool, error)

@@ -86,7 +86,7 @@ func (r *Runner) run(ctx context.Context, command string, decide func(*session) 
 	ctx, span := r.opts.Tracer.Start(ctx, "astra "+command, telemetry.Parent(r.opts.TraceParent),
 		telemetry.Attrs(telemetry.AttrDryRun, r.opts.DryRun))
 	defer func() { span.End(err) }()
-	release, err := r.settle(ctx, command)
+	release, err := r.recoverLeftovers(ctx, command)
 	defer release()
 	if err == nil {
 		rep, err = r.rounds(ctx, command, decide)
