@@ -10,7 +10,7 @@ import (
 
 const module = "github.com/astra-gitops/astra/"
 
-// layers is the import layering of docs/design.md, as an allowlist: each
+// layers is the import layering of docs/architecture.md, as an allowlist: each
 // package may import only the astra packages listed (tests excepted).
 // Adding an edge means changing the design, here and there.
 var layers = map[string][]string{
@@ -92,7 +92,7 @@ func TestLayering(t *testing.T) {
 		name := strings.TrimPrefix(p.ImportPath, module)
 		allowed, ok := layers[name]
 		if !ok {
-			t.Errorf("%s is not in the layering: add it to docs/design.md and this test", name)
+			t.Errorf("%s is not in the layering: add it to docs/architecture.md and this test", name)
 			continue
 		}
 		seen[name] = true

@@ -46,7 +46,7 @@ func (s *session) checkApprovals(ctx context.Context) error {
 	pending, listErr := approval.Pending(s.r.opts.Root)
 	for _, sc := range s.r.cfg.Schedules {
 		if req := s.state().Approvals[sc.ID]; req != nil {
-			if err := s.settle(ctx, sc, req); err != nil {
+			if err := s.advanceApproval(ctx, sc, req); err != nil {
 				return err
 			}
 		}
@@ -60,9 +60,9 @@ func (s *session) checkApprovals(ctx context.Context) error {
 	return nil
 }
 
-// settle moves one open request on: expired, approved, rejected, refused
-// or still waiting.
-func (s *session) settle(ctx context.Context, sc *model.Schedule, req *state.Approval) error {
+// advanceApproval moves one open request on: expired, approved, rejected,
+// refused or still waiting.
+func (s *session) advanceApproval(ctx context.Context, sc *model.Schedule, req *state.Approval) error {
 	if !s.now.Before(req.ExpiresAt) {
 		return s.expire(ctx, sc, req)
 	}

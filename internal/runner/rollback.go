@@ -38,28 +38,9 @@ func (r *Runner) rollback(ctx context.Context, run string, id identity.Identity,
 	if err != nil {
 		return nil, err
 	}
-	found, err := introspect.Tasks(ledger.Open(r.opts.Root, r.opts.SegmentSize), s.now,
-		introspect.Query{Status: "all", Since: s.now.Add(-state.RollbackWindow)})
+	target, sc, err := r.rollbackTarget(s.now, run)
 	if err != nil {
-		return nil, errkind.Ledger(err, "")
-	}
-	var target *introspect.Task
-	for i := range found {
-		done := found[i].Status == "completed" || found[i].Status == "rolled_back"
-		if done && (found[i].RunID == run || found[i].Key == run) {
-			target = &found[i]
-			break // newest first
-		}
-	}
-	if target == nil {
-		if m := introspect.Missing(ledger.Open(r.opts.Root, r.opts.SegmentSize), s.now.Add(-state.RollbackWindow)); m != "" {
-			return nil, errkind.Usagef("no completed run %q in the ledger here; %s", run, m)
-		}
-		return nil, errkind.Usagef("no completed run %q in the last two months (see `astra tasks list --status completed`)", run)
-	}
-	sc := r.cfg.Schedule(target.ScheduleID)
-	if sc == nil {
-		return nil, errkind.Usagef("schedule %s of run %s is no longer configured", target.ScheduleID, run)
+		return nil, err
 	}
 	if err := s.permit(ctx, model.VerbRollback, target.RunID, id, sc); err != nil {
 		return s.report, s.refused(ctx, err)
@@ -110,6 +91,35 @@ func (r *Runner) rollback(ctx context.Context, run string, id identity.Identity,
 	}
 	s.checkGlobalBudget()
 	return s.report, s.finish(ctx)
+}
+
+// rollbackTarget finds the newest completed run that run names (a run id
+// or an idempotency key) within RollbackWindow of now, and its schedule.
+func (r *Runner) rollbackTarget(now time.Time, run string) (*introspect.Task, *model.Schedule, error) {
+	since := now.Add(-state.RollbackWindow)
+	found, err := introspect.Tasks(ledger.Open(r.opts.Root, r.opts.SegmentSize), now, introspect.Query{Status: "all", Since: since})
+	if err != nil {
+		return nil, nil, errkind.Ledger(err, "")
+	}
+	var target *introspect.Task
+	for i := range found {
+		done := found[i].Status == "completed" || found[i].Status == "rolled_back"
+		if done && (found[i].RunID == run || found[i].Key == run) {
+			target = &found[i]
+			break // newest first
+		}
+	}
+	if target == nil {
+		if m := introspect.Missing(ledger.Open(r.opts.Root, r.opts.SegmentSize), since); m != "" {
+			return nil, nil, errkind.Usagef("no completed run %q in the ledger here; %s", run, m)
+		}
+		return nil, nil, errkind.Usagef("no completed run %q in the last two months (see `astra tasks list --status completed`)", run)
+	}
+	sc := r.cfg.Schedule(target.ScheduleID)
+	if sc == nil {
+		return nil, nil, errkind.Usagef("schedule %s of run %s is no longer configured", target.ScheduleID, run)
+	}
+	return target, sc, nil
 }
 
 // refused records a refusal that permit returned (outside dry runs), then

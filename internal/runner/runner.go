@@ -85,7 +85,7 @@ type Runner struct {
 	exec  Executor
 	git   Syncer
 	forge Forge
-	prior recovered // what settle recovered from, for the report
+	prior recovered // what recoverLeftovers recovered from, for the report
 }
 
 // New returns a runner. git and forge may be nil: then nothing is
@@ -169,7 +169,7 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	if err != nil {
 		return nil, errkind.Ledger(err, "")
 	}
-	if err := r.checkHome(st); err != nil {
+	if err := r.checkLedgerBranch(st); err != nil {
 		return nil, err
 	}
 	s.newest = tail.TS

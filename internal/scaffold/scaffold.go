@@ -122,17 +122,36 @@ func Init(root string, opts Options) (Result, error) {
 	if opts.Approver != "" && !loginRE.MatchString(opts.Approver) {
 		return r, fmt.Errorf("--approver %q is not a GitHub login or @org/team", opts.Approver)
 	}
-	type write struct {
-		rel  string
-		data []byte
-		mode fs.FileMode
+	writes, err := r.planFiles(root, opts)
+	if err != nil {
+		return r, err
 	}
-	var writes []write
+	appended, err := r.planAppends(root, opts.Owner)
+	if err != nil {
+		return r, err
+	}
+	if len(r.Conflicts) > 0 || opts.DryRun {
+		return r, nil
+	}
+	return r, writeAll(root, append(writes, appended...))
+}
+
+// write is one file Init writes.
+type write struct {
+	rel  string
+	data []byte
+	mode fs.FileMode
+}
+
+// planFiles decides what becomes of each scaffold file, noting it in r,
+// and returns the files to write.
+func (r *Result) planFiles(root string, opts Options) ([]write, error) {
 	own := hasOwnConfig(root)
 	ref := opts.ActionVersion
 	if ref == "" {
 		ref = ActionRef(buildinfo.Version())
 	}
+	var writes []write
 	for _, rel := range Files() {
 		example := slices.Contains(approvalFiles, rel)
 		if example && opts.Approver == "" {
@@ -142,28 +161,17 @@ func Init(root string, opts Options) (Result, error) {
 			r.Skipped = append(r.Skipped, rel)
 			continue
 		}
-		data, err := files.ReadFile("files/" + rel)
+		w, err := scaffoldFile(rel, opts, ref, example)
 		if err != nil {
-			return r, err
-		}
-		if opts.FanOut && rel == cronWorkflow {
-			data = fanOutWorkflow
-		}
-		data = bytes.ReplaceAll(data, []byte(versionPlaceholder), []byte(ref))
-		if example {
-			data = opts.fill(data)
-		}
-		mode := fs.FileMode(0o644)
-		if strings.HasSuffix(rel, ".sh") {
-			mode = 0o755
+			return nil, err
 		}
 		old, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
 		switch {
 		case os.IsNotExist(err):
 			r.Created = append(r.Created, rel)
 		case err != nil:
-			return r, err
-		case bytes.Equal(old, data):
+			return nil, err
+		case bytes.Equal(old, w.data):
 			r.Unchanged = append(r.Unchanged, rel)
 			continue
 		case opts.Force:
@@ -172,12 +180,41 @@ func Init(root string, opts Options) (Result, error) {
 			r.Conflicts = append(r.Conflicts, rel)
 			continue
 		}
-		writes = append(writes, write{rel, data, mode})
+		writes = append(writes, w)
 	}
-	for _, a := range appends(opts.Owner) {
+	return writes, nil
+}
+
+// scaffoldFile is the content of scaffold file rel: the fan-out workflow
+// in place of the cron one, the action pinned to ref, the approver filled
+// into the approval example.
+func scaffoldFile(rel string, opts Options, ref string, example bool) (write, error) {
+	data, err := files.ReadFile("files/" + rel)
+	if err != nil {
+		return write{}, err
+	}
+	if opts.FanOut && rel == cronWorkflow {
+		data = fanOutWorkflow
+	}
+	data = bytes.ReplaceAll(data, []byte(versionPlaceholder), []byte(ref))
+	if example {
+		data = opts.fill(data)
+	}
+	mode := fs.FileMode(0o644)
+	if strings.HasSuffix(rel, ".sh") {
+		mode = 0o755
+	}
+	return write{rel, data, mode}, nil
+}
+
+// planAppends adds astra's lines to CODEOWNERS and .gitattributes unless
+// they are there already, noting each in r.
+func (r *Result) planAppends(root, owner string) ([]write, error) {
+	var writes []write
+	for _, a := range appends(owner) {
 		old, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(a.rel)))
 		if err != nil && !os.IsNotExist(err) {
-			return r, err
+			return nil, err
 		}
 		if bytes.Contains(old, []byte(a.marker)) {
 			r.Unchanged = append(r.Unchanged, a.rel)
@@ -195,22 +232,23 @@ func Init(root string, opts Options) (Result, error) {
 		}
 		writes = append(writes, write{a.rel, data, 0o644})
 	}
-	if len(r.Conflicts) > 0 || opts.DryRun {
-		return r, nil
-	}
+	return writes, nil
+}
+
+func writeAll(root string, writes []write) error {
 	for _, w := range writes {
 		p := filepath.Join(root, filepath.FromSlash(w.rel))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return r, err
+			return err
 		}
 		if err := os.WriteFile(p, w.data, w.mode); err != nil {
-			return r, err
+			return err
 		}
 		if err := os.Chmod(p, w.mode); err != nil {
-			return r, err
+			return err
 		}
 	}
-	return r, nil
+	return nil
 }
 
 // hasOwnConfig reports whether root already has schedules or policies other

@@ -176,17 +176,7 @@ func TestValidateWorkflowSafeOnPullRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var wf struct {
-			On          map[string]any    `yaml:"on"`
-			Permissions map[string]string `yaml:"permissions"`
-			Jobs        map[string]struct {
-				Permissions any `yaml:"permissions"`
-				Steps       []struct {
-					Uses string         `yaml:"uses"`
-					With map[string]any `yaml:"with"`
-				} `yaml:"steps"`
-			} `yaml:"jobs"`
-		}
+		var wf validateWorkflow
 		if err := yaml.Unmarshal(raw, &wf); err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
@@ -196,28 +186,55 @@ func TestValidateWorkflowSafeOnPullRequests(t *testing.T) {
 		if len(wf.Permissions) != 1 || wf.Permissions["contents"] != "read" {
 			t.Errorf("%s: permissions %v, want contents: read only", file, wf.Permissions)
 		}
-		var code []string // the comments explain why; only the rest counts
-		for _, line := range strings.Split(string(raw), "\n") {
-			if !strings.HasPrefix(strings.TrimSpace(line), "#") {
-				code = append(code, line)
-			}
-		}
+		code := withoutComments(string(raw)) // the comments explain why; only the rest counts
 		for _, bad := range []string{"pull_request_target", "secrets.", "github.token", "GITHUB_TOKEN"} {
-			if strings.Contains(strings.Join(code, "\n"), bad) {
+			if strings.Contains(code, bad) {
 				t.Errorf("%s mentions %s", file, bad)
 			}
 		}
-		for name, job := range wf.Jobs {
-			if job.Permissions != nil {
-				t.Errorf("%s: job %s sets its own permissions", file, name)
+		checkJobs(t, file, wf)
+	}
+}
+
+// validateWorkflow is what TestValidateWorkflowSafeOnPullRequests reads of
+// a workflow.
+type validateWorkflow struct {
+	On          map[string]any    `yaml:"on"`
+	Permissions map[string]string `yaml:"permissions"`
+	Jobs        map[string]struct {
+		Permissions any `yaml:"permissions"`
+		Steps       []struct {
+			Uses string         `yaml:"uses"`
+			With map[string]any `yaml:"with"`
+		} `yaml:"steps"`
+	} `yaml:"jobs"`
+}
+
+// withoutComments is a YAML file without its comment lines.
+func withoutComments(raw string) string {
+	var code []string
+	for _, line := range strings.Split(raw, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			code = append(code, line)
+		}
+	}
+	return strings.Join(code, "\n")
+}
+
+// checkJobs: no job widens the workflow's permissions, and every checkout
+// is of the default ref without persisting its token.
+func checkJobs(t *testing.T, file string, wf validateWorkflow) {
+	t.Helper()
+	for name, job := range wf.Jobs {
+		if job.Permissions != nil {
+			t.Errorf("%s: job %s sets its own permissions", file, name)
+		}
+		for _, s := range job.Steps {
+			if !strings.HasPrefix(s.Uses, "actions/checkout@") {
+				continue
 			}
-			for _, s := range job.Steps {
-				if !strings.HasPrefix(s.Uses, "actions/checkout@") {
-					continue
-				}
-				if s.With["persist-credentials"] != false || s.With["ref"] != nil || s.With["repository"] != nil {
-					t.Errorf("%s: checkout %v: want persist-credentials: false and the default ref", file, s.With)
-				}
+			if s.With["persist-credentials"] != false || s.With["ref"] != nil || s.With["repository"] != nil {
+				t.Errorf("%s: checkout %v: want persist-credentials: false and the default ref", file, s.With)
 			}
 		}
 	}

@@ -395,12 +395,55 @@ func ownSlot(e *ledger.Event) bool {
 func (s *State) Apply(e *ledger.Event) {
 	s.Events++
 	if ownSlot(e) {
-		sc := s.schedule(e.ScheduleID)
-		if e.Slot.After(sc.LastSlot) {
-			sc.LastSlot = e.Slot
-		}
-		sc.DecidedAt = e.TS
+		s.served(e)
 	}
+	switch e.Event {
+	case ledger.RunClaimed, ledger.RunStarted, ledger.RunCompleted, ledger.RunFailed, ledger.RunRetryScheduled,
+		ledger.RunDeadLettered, ledger.DeadLetterReleased, ledger.RunSkipped:
+		s.applyRun(e)
+	case ledger.ApprovalRequested, ledger.ApprovalApproved, ledger.ApprovalRejected, ledger.ApprovalExpired,
+		ledger.ApprovalConsumed, ledger.ApprovalRefused, ledger.ApprovalIgnored:
+		s.applyApproval(e)
+	case ledger.BudgetWarning, ledger.BudgetExceeded, ledger.BudgetPaused, ledger.BudgetResumed:
+		s.applyBudget(e)
+	case ledger.ScheduleCreated, ledger.ScheduleUpdated, ledger.ScheduleDeleted:
+		s.applySchedule(e)
+	case ledger.TriggerAccepted:
+		var d struct {
+			Signature string `json:"signature"`
+		}
+		if json.Unmarshal(e.Detail, &d) == nil && d.Signature != "" {
+			s.Signatures[d.Signature] = e.ExpiresAt
+		}
+	case ledger.RollbackCompleted:
+		var d RollbackDetail
+		if json.Unmarshal(e.Detail, &d) == nil && d.Run != "" {
+			s.RolledBack[d.Run] = e.TS
+		}
+	case ledger.LedgerCheckpoint:
+		if e.Status == ledger.StatusContinued {
+			s.merge(e.Detail)
+		} else {
+			s.restore(e.Detail)
+		}
+	case ledger.LedgerMigrated:
+		s.Moved = moveOf(e)
+	}
+}
+
+// served notes an event about one of a schedule's own slots: the newest
+// slot decided, and when a run last served it.
+func (s *State) served(e *ledger.Event) {
+	sc := s.schedule(e.ScheduleID)
+	if e.Slot.After(sc.LastSlot) {
+		sc.LastSlot = e.Slot
+	}
+	sc.DecidedAt = e.TS
+}
+
+// applyRun folds an event of a run's life: claimed, started by a job,
+// ended, to be retried, dead-lettered and released, or skipped.
+func (s *State) applyRun(e *ledger.Event) {
 	switch e.Event {
 	case ledger.RunClaimed:
 		s.putOpen(e.IdempotencyKey, &Open{
@@ -418,24 +461,7 @@ func (s *State) Apply(e *ledger.Event) {
 			o.Plan.Started, o.Runner, o.Deadline = e.TS, e.Runner, e.ExpiresAt
 		}
 	case ledger.RunCompleted, ledger.RunFailed:
-		s.delOpen(e.IdempotencyKey)
-		sc := s.schedule(e.ScheduleID)
-		sc.LastRunAt = e.TS
-		if e.Event == ledger.RunCompleted {
-			sc.LastStatus = "completed"
-			if e.Tier >= 1 {
-				if d := s.day(e.TS); sc.Day != d {
-					sc.Day, sc.Consumed = d, 0
-				}
-				sc.Consumed++
-			}
-			if !ownSlot(e) {
-				s.Done[e.IdempotencyKey] = e.TS
-			}
-		} else {
-			sc.LastStatus = "failed"
-		}
-		s.addSpend(e)
+		s.ended(e)
 	case ledger.RunRetryScheduled:
 		s.putOpen(e.IdempotencyKey, &Open{
 			ScheduleID: e.ScheduleID, Slot: e.Slot, Mode: e.Mode, Status: OpenRetry, Attempt: max(e.Attempt, 1),
@@ -464,6 +490,36 @@ func (s *State) Apply(e *ledger.Event) {
 		// A skip ends whatever was open for the key (a lost claim, a retry
 		// that is no longer allowed).
 		s.delOpen(e.IdempotencyKey)
+	}
+}
+
+// ended folds a run's outcome: the claim closes, a tier-1 success counts
+// against the day's run budget, a manual or event key is done, and what
+// it spent is added.
+func (s *State) ended(e *ledger.Event) {
+	s.delOpen(e.IdempotencyKey)
+	sc := s.schedule(e.ScheduleID)
+	sc.LastRunAt = e.TS
+	if e.Event == ledger.RunCompleted {
+		sc.LastStatus = "completed"
+		if e.Tier >= 1 {
+			if d := s.day(e.TS); sc.Day != d {
+				sc.Day, sc.Consumed = d, 0
+			}
+			sc.Consumed++
+		}
+		if !ownSlot(e) {
+			s.Done[e.IdempotencyKey] = e.TS
+		}
+	} else {
+		sc.LastStatus = "failed"
+	}
+	s.addSpend(e)
+}
+
+// applyApproval folds an approval request and what became of it.
+func (s *State) applyApproval(e *ledger.Event) {
+	switch e.Event {
 	case ledger.ApprovalRequested:
 		d := detailOf(e)
 		s.Approvals[e.ScheduleID] = &Approval{
@@ -472,29 +528,7 @@ func (s *State) Apply(e *ledger.Event) {
 			Branch: d.Branch, Token: d.Token, Definition: d.Definition, Event: d.Event,
 		}
 	case ledger.ApprovalApproved:
-		a := s.Approvals[e.ScheduleID]
-		if a == nil || (a.Key != e.IdempotencyKey && e.IdempotencyKey != "") {
-			// An approval recorded without a request (`astra approve` of
-			// the next due run) or binding a key-less one to its slot.
-			a = &Approval{Key: e.IdempotencyKey, Slot: e.Slot, RequestedAt: e.TS, TraceID: e.TraceID, Mode: e.Mode, PayloadHash: e.PayloadHash}
-			if old := s.Approvals[e.ScheduleID]; old != nil {
-				a.Token, a.Definition, a.Event = old.Token, old.Definition, old.Event
-			}
-			s.Approvals[e.ScheduleID] = a
-		}
-		a.Status, a.By = ledger.StatusApproved, e.By
-		if e.PR != 0 {
-			a.PR = e.PR
-		}
-		if !e.ExpiresAt.IsZero() {
-			a.ExpiresAt = e.ExpiresAt
-		}
-		if d := detailOf(e); d.Token != "" {
-			a.Token = d.Token
-			if d.Definition != "" {
-				a.Definition = d.Definition
-			}
-		}
+		s.approved(e)
 	case ledger.ApprovalRejected, ledger.ApprovalExpired:
 		if a := s.Approvals[e.ScheduleID]; a != nil && (e.IdempotencyKey == "" || a.Key == e.IdempotencyKey) {
 			delete(s.Approvals, e.ScheduleID)
@@ -512,18 +546,40 @@ func (s *State) Apply(e *ledger.Event) {
 		if a := s.Approvals[e.ScheduleID]; d.Settles && a != nil && a.Key == e.IdempotencyKey {
 			delete(s.Approvals, e.ScheduleID)
 		}
-	case ledger.TriggerAccepted:
-		var d struct {
-			Signature string `json:"signature"`
+	}
+}
+
+// approved folds an approval: of the open request, or recorded without
+// one.
+func (s *State) approved(e *ledger.Event) {
+	a := s.Approvals[e.ScheduleID]
+	if a == nil || (a.Key != e.IdempotencyKey && e.IdempotencyKey != "") {
+		// An approval recorded without a request (`astra approve` of
+		// the next due run) or binding a key-less one to its slot.
+		a = &Approval{Key: e.IdempotencyKey, Slot: e.Slot, RequestedAt: e.TS, TraceID: e.TraceID, Mode: e.Mode, PayloadHash: e.PayloadHash}
+		if old := s.Approvals[e.ScheduleID]; old != nil {
+			a.Token, a.Definition, a.Event = old.Token, old.Definition, old.Event
 		}
-		if json.Unmarshal(e.Detail, &d) == nil && d.Signature != "" {
-			s.Signatures[d.Signature] = e.ExpiresAt
+		s.Approvals[e.ScheduleID] = a
+	}
+	a.Status, a.By = ledger.StatusApproved, e.By
+	if e.PR != 0 {
+		a.PR = e.PR
+	}
+	if !e.ExpiresAt.IsZero() {
+		a.ExpiresAt = e.ExpiresAt
+	}
+	if d := detailOf(e); d.Token != "" {
+		a.Token = d.Token
+		if d.Definition != "" {
+			a.Definition = d.Definition
 		}
-	case ledger.RollbackCompleted:
-		var d RollbackDetail
-		if json.Unmarshal(e.Detail, &d) == nil && d.Run != "" {
-			s.RolledBack[d.Run] = e.TS
-		}
+	}
+}
+
+// applyBudget folds the global budget's alerts, pauses and resumes.
+func (s *State) applyBudget(e *ledger.Event) {
+	switch e.Event {
 	case ledger.BudgetWarning, ledger.BudgetExceeded:
 		if e.Period != "" {
 			s.Alerted[AlertKey(e.Period, e.TS, e.Threshold)] = true
@@ -542,25 +598,22 @@ func (s *State) Apply(e *ledger.Event) {
 			}
 		}
 		s.Resumed[e.Period+":"+periodOf(e.Period, e.TS)] = true
-	case ledger.ScheduleCreated, ledger.ScheduleUpdated:
-		sc := s.schedule(e.ScheduleID)
-		if e.Event == ledger.ScheduleCreated || sc.CreatedAt.IsZero() {
-			sc.CreatedAt = e.TS
-		}
-		sc.Deleted = false
-		s.Known[e.ScheduleID] = e.PayloadHash
-	case ledger.ScheduleDeleted:
-		s.schedule(e.ScheduleID).Deleted = true
-		delete(s.Known, e.ScheduleID)
-	case ledger.LedgerCheckpoint:
-		if e.Status == ledger.StatusContinued {
-			s.merge(e.Detail)
-		} else {
-			s.restore(e.Detail)
-		}
-	case ledger.LedgerMigrated:
-		s.Moved = moveOf(e)
 	}
+}
+
+// applySchedule folds a schedule's definition seen, changed or removed.
+func (s *State) applySchedule(e *ledger.Event) {
+	sc := s.schedule(e.ScheduleID)
+	if e.Event == ledger.ScheduleDeleted {
+		sc.Deleted = true
+		delete(s.Known, e.ScheduleID)
+		return
+	}
+	if e.Event == ledger.ScheduleCreated || sc.CreatedAt.IsZero() {
+		sc.CreatedAt = e.TS
+	}
+	sc.Deleted = false
+	s.Known[e.ScheduleID] = e.PayloadHash
 }
 
 // addSpend adds a run's cost to its day and month, and to Spend when
