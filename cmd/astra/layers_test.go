@@ -48,7 +48,7 @@ var layers = map[string][]string{
 	"internal/identity":          {"internal/model"},
 	"internal/posture":           {"internal/codeowners", "internal/forge", "internal/model", "internal/repofs", "internal/seal"},
 	"internal/runner": {"internal/approval", "internal/executor", "internal/forge", "internal/gate", "internal/gitops", "internal/identity",
-		"internal/introspect", "internal/ledger", "internal/memory", "internal/model", "internal/money", "internal/plan", "internal/redact", "internal/state", "internal/telemetry"},
+		"internal/introspect", "internal/ledger", "internal/memory", "internal/model", "internal/money", "internal/plan", "internal/posture", "internal/redact", "internal/state", "internal/telemetry"},
 	"internal/report": {"internal/diag", "internal/introspect", "internal/ledger", "internal/model", "internal/money", "internal/runner", "internal/state"},
 }
 

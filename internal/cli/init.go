@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 
@@ -18,7 +19,7 @@ import (
 
 func (a *app) initCmd() *cobra.Command {
 	var opts scaffold.Options
-	var by string
+	var by, keyFile string
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Scaffold a working astra setup in this repository",
@@ -32,6 +33,15 @@ text. It never replaces a file that exists with other content unless --force,
 which needs the init_force permission once policies exist; CODEOWNERS and
 .gitattributes are appended to.
 
+Unless the policies list one, init generates the ledger key: its public
+half goes to policies/trust.yaml (trust.ledger_keys), its private half to a
+file outside the repository, readable by you only (--key-file; default
+$XDG_CONFIG_HOME/astra/keys/). init then prints the gh commands that store
+it as the secret ASTRA_LEDGER_KEY of a GitHub environment only the default
+branch may use, and that create the rulesets 'astra doctor' checks. The
+workflows check out without keeping the token in .git/config, and the jobs
+that get the key declare that environment.
+
 With --fan-out the cron workflow fans due work out instead: a plan job
 claims what is due ('astra plan'), then each claimed task runs as a job of
 its own ('astra run --claim'), on the runner its schedule or tool names
@@ -40,6 +50,7 @@ is billed on its own (rounded up to the minute, plus its start-up): worth it
 for long or uneven tasks, not for many short ones.`,
 		Example: `  astra init --owner @my-org/maintainers
   astra init --fan-out --force   # switch the cron workflow to fan-out
+  astra init --key-file ~/secrets/widgets-ledger.key
   astra init --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -53,7 +64,23 @@ for long or uneven tasks, not for many short ones.`,
 			if opts.Approver != "" {
 				opts.Email = email
 			}
+			key, env, note, err := a.newLedgerKey(keyFile)
+			if err != nil {
+				return err
+			}
+			opts.Environment = env
+			if key != nil {
+				opts.LedgerKey = key.public.String()
+				if !opts.DryRun {
+					if err := key.write(); err != nil {
+						return err
+					}
+				}
+			}
 			res, err := scaffold.Init(a.repo(), opts)
+			if key != nil && !opts.DryRun && (err != nil || len(res.Conflicts) > 0) {
+				os.Remove(key.path) // its public half was not written
+			}
 			if err != nil {
 				return errkind.Usage(err)
 			}
@@ -83,6 +110,9 @@ for long or uneven tasks, not for many short ones.`,
 				return errkind.Usagef("%d file(s) exist with other content; nothing was written (rerun with --force to replace them)", len(res.Conflicts))
 			}
 			if opts.DryRun {
+				if !a.json() {
+					a.printSetup(a.stdout, key, true)
+				}
 				return nil
 			}
 			// The textconv driver lives in the clone's own config.
@@ -108,6 +138,10 @@ for long or uneven tasks, not for many short ones.`,
 					fmt.Fprintln(a.stdout, "Sign approval tokens too (recommended): openssl rand -hex 32 | gh secret set ASTRA_APPROVAL_SECRET")
 				}
 				fmt.Fprintln(a.stdout, "Approval pull requests opened with the default GITHUB_TOKEN do not trigger other workflows; see the README.")
+				if note != "" {
+					fmt.Fprintln(a.stdout, note)
+				}
+				a.printSetup(a.stdout, key, false)
 			}
 			return nil
 		},
@@ -117,6 +151,7 @@ for long or uneven tasks, not for many short ones.`,
 	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "show what would be written")
 	cmd.Flags().StringVar(&opts.Approver, "approver", "", "GitHub login (or @org/team) who may approve; adds the approval example (default: the login of a noreply git user.email)")
 	cmd.Flags().BoolVar(&opts.FanOut, "fan-out", false, "write the fan-out cron workflow: a plan job, then one job per claimed task")
+	cmd.Flags().StringVar(&keyFile, "key-file", "", "where to write the private half of the ledger key init generates, outside the repository (default $XDG_CONFIG_HOME/astra/keys/<owner>-<repo>-<fingerprint>.key)")
 	byFlag(cmd, &by)
 	return cmd
 }

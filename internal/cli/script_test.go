@@ -55,7 +55,7 @@ func TestScripts(t *testing.T) {
 					return fmt.Errorf("git %v: %v\n%s", argv, err, out)
 				}
 			}
-			return nil
+			return setupScriptEnv(env)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"savetree":    saveTree,
@@ -71,6 +71,7 @@ func TestScripts(t *testing.T) {
 			"hmacsign":    hmacSign,
 			"signtrigger": signTrigger,
 			"killruns":    killRuns,
+			"github":      scriptGitHubCmd,
 		},
 	})
 }

@@ -81,7 +81,7 @@ func (p *probe) guard(branch string, want func(branchGuard) bool) (branchGuard, 
 		if errors.Is(perr, forge.ErrNoAccess) {
 			// The rules are known to fall short; classic protection could
 			// make up for them, which this token cannot tell.
-			return g, fmt.Errorf("its rulesets fall short (%s), and %w", g.describe(), perr)
+			return g, &shortfall{g: g, err: perr}
 		}
 		return g, perr
 	case prot == nil:
@@ -94,6 +94,31 @@ func (p *probe) guard(branch string, want func(branchGuard) bool) (branchGuard, 
 		c.pr = r
 	}
 	return c, nil
+}
+
+// shortfall: a branch's rulesets fall short, and classic protection,
+// which might make up for them, cannot be read with this token.
+type shortfall struct {
+	g   branchGuard
+	err error
+}
+
+func (e *shortfall) Error() string {
+	return fmt.Sprintf("its rulesets: %s; classic branch protection might forbid the rest, but this token may not read it "+
+		"(a workflow's GITHUB_TOKEN never can; a ruleset it can read)", e.g.describe())
+}
+
+func (e *shortfall) Unwrap() error { return e.err }
+
+// guardUnknown is the check when the guard of branch cannot be told.
+func (p *probe) guardUnknown(c Check, branch string, err error) Check {
+	c = p.unknown(c, err)
+	var sf *shortfall
+	if errors.As(err, &sf) {
+		c.Found = sf.Error()
+	}
+	c.Found = branch + ": " + c.Found
+	return c
 }
 
 func (g branchGuard) describe() string {
@@ -132,9 +157,7 @@ func (p *probe) ledgerBranchRules() Check {
 	}
 	g, err := p.guard(branch, func(g branchGuard) bool { return g.noForcePush && g.noDeletion })
 	if err != nil {
-		c = p.unknown(c, err)
-		c.Found = branch + ": " + c.Found
-		return c
+		return p.guardUnknown(c, branch, err)
 	}
 	c.Found = fmt.Sprintf("%s: %s (%s)", branch, g.describe(), g.source)
 	if g.noForcePush && g.noDeletion {
@@ -160,9 +183,7 @@ func (p *probe) defaultBranchRules() Check {
 	}
 	g, err := p.guard(p.def, good)
 	if err != nil {
-		c = p.unknown(c, err)
-		c.Found = p.def + ": " + c.Found
-		return c
+		return p.guardUnknown(c, p.def, err)
 	}
 	c.Found = fmt.Sprintf("%s: %s (%s)", p.def, g.describe(), g.source)
 	if good(g) {

@@ -82,9 +82,7 @@ type Input struct {
 	LedgerBranch string
 	// Forge reads GitHub; nil without a token: every API check is unknown.
 	Forge Forge
-	// NoForge says how to run with a token, for the unknown API checks.
-	NoForge string
-	Key     Key
+	Key   Key
 	// Run: a run is about to admit a tier-2 run (it must hold the ledger
 	// key itself), rather than a person asking.
 	Run bool
@@ -150,9 +148,6 @@ func (p *probe) unknown(c Check, err error) Check {
 	switch {
 	case err == nil:
 		c.Found = "no GitHub token, so GitHub was not asked"
-		if p.in.NoForge != "" {
-			c.Found += ": " + p.in.NoForge
-		}
 	case errors.Is(err, errkind.ErrInfra):
 		p.outages = append(p.outages, err)
 		c.Found = "GitHub did not answer: " + err.Error()

@@ -233,7 +233,7 @@ func TestChecks(t *testing.T) {
 			delete(s.f.rules, "astra-state")
 			s.f.protection = map[string]*forge.Protection{"astra-state": {}}
 		}},
-		{name: "ledger branch, classic protection unreadable", check: LedgerBranchRules, want: Unknown, found: "rulesets fall short", modify: func(s *setup) {
+		{name: "ledger branch, classic protection unreadable", check: LedgerBranchRules, want: Unknown, found: "astra-state: its rulesets: nothing forbidden; classic branch protection might", modify: func(s *setup) {
 			delete(s.f.rules, "astra-state")
 			s.f.protErr = noAccess
 		}},
