@@ -62,10 +62,14 @@ type Config struct {
 //     changed differently on both sides is a conflict, even when git could
 //     merge the lines); GitHub computes it asynchronously and line-wise;
 //   - merge_method "rebase" only fast-forwards (405 when the base moved);
-//   - no forks, no drafts semantics, no branch protection, no webhooks, no
-//     workflow runs; repository_dispatch is only recorded (Dispatches);
-//   - one permission bit per user (write or read-only, SetWrite), instead of
-//     GitHub's fine-grained token permissions;
+//   - no forks, no drafts semantics, no webhooks, no workflow runs;
+//     repository_dispatch is only recorded (Dispatches);
+//   - rulesets, classic branch protection, environments, secrets and the
+//     default workflow permissions are state tests set (settings.go) and
+//     the API reads; nothing enforces them on pushes or merges;
+//   - one permission bit per user (write or read-only, SetWrite), an
+//     administrator bit (SetAdmin) and, for bots, actions: read
+//     (SetActionsRead), instead of GitHub's fine-grained token permissions;
 //   - team memberships are visible to every authenticated user;
 //   - what the fake does not model is always "none": no milestones,
 //     assignees, reviewers, reactions, descriptions or license; links point
