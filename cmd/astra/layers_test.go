@@ -29,6 +29,7 @@ var layers = map[string][]string{
 	"internal/gittest":           {},
 	"internal/gitops":            {},
 	"internal/forge":             {},
+	"internal/codeowners":        {},
 	"internal/buildinfo":         {},
 	"internal/telemetry":         {},
 	"internal/scaffold":          {"internal/buildinfo"},
@@ -45,9 +46,10 @@ var layers = map[string][]string{
 	"internal/executor":          {"internal/ledger", "internal/model", "internal/redact"},
 	"internal/tools":             {"internal/introspect", "internal/ledger", "internal/model", "internal/state"},
 	"internal/identity":          {"internal/model"},
+	"internal/posture":           {"internal/codeowners", "internal/forge", "internal/model", "internal/repofs", "internal/seal"},
 	"internal/ledgerops":         {"internal/gitops", "internal/ledger", "internal/state"},
 	"internal/runner": {"internal/approval", "internal/executor", "internal/forge", "internal/gate", "internal/gitops", "internal/identity",
-		"internal/introspect", "internal/ledger", "internal/ledgerops", "internal/memory", "internal/model", "internal/money", "internal/plan", "internal/redact", "internal/state", "internal/telemetry"},
+		"internal/introspect", "internal/ledger", "internal/ledgerops", "internal/memory", "internal/model", "internal/money", "internal/plan", "internal/posture", "internal/redact", "internal/state", "internal/telemetry"},
 	"internal/report": {"internal/diag", "internal/introspect", "internal/ledger", "internal/model", "internal/money", "internal/runner", "internal/state",
 		"internal/ui"},
 	// The CLI parses flags, wires the packages together and prints; what
@@ -55,7 +57,7 @@ var layers = map[string][]string{
 	// trigger authentication in identity), so it needs no gate, cron or
 	// money of its own.
 	"internal/cli": {"internal/approval", "internal/buildinfo", "internal/config", "internal/diag", "internal/executor", "internal/forge",
-		"internal/gitops", "internal/identity", "internal/introspect", "internal/ledger", "internal/ledgerops", "internal/memory", "internal/model", "internal/plan",
+		"internal/gitops", "internal/identity", "internal/introspect", "internal/ledger", "internal/ledgerops", "internal/memory", "internal/model", "internal/plan", "internal/posture", "internal/seal",
 		"internal/redact", "internal/repofs", "internal/report", "internal/runner", "internal/scaffold", "internal/state", "internal/telemetry",
 		"internal/tools", "internal/ui"},
 }

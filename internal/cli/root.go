@@ -130,6 +130,7 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.rollbackCmd(),
 		a.memoryCmd(),
 		a.initCmd(),
+		a.doctorCmd(),
 	)
 	return root
 }

@@ -61,7 +61,7 @@ func TestScripts(t *testing.T) {
 					return fmt.Errorf("git %v: %v\n%s", argv, err, out)
 				}
 			}
-			return nil
+			return setupScriptEnv(env)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"savetree":    saveTree,
@@ -79,6 +79,7 @@ func TestScripts(t *testing.T) {
 			"killruns":    killRuns,
 			"closedport":  closedPort,
 			"signjwt":     signJWT,
+			"github":      scriptGitHubCmd,
 		},
 	})
 }

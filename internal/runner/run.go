@@ -382,6 +382,9 @@ func (s *session) gate(ctx context.Context, t *task) (bool, error) {
 		}
 		return false, s.requestApproval(ctx, t, d)
 	}
+	if ok, err := s.admitTier2(ctx, t); !ok || err != nil {
+		return false, err
+	}
 	return true, s.claim(t)
 }
 

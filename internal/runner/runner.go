@@ -25,6 +25,7 @@ import (
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/money"
 	"github.com/astra-gitops/astra/internal/plan"
+	"github.com/astra-gitops/astra/internal/posture"
 	"github.com/astra-gitops/astra/internal/redact"
 	"github.com/astra-gitops/astra/internal/state"
 	"github.com/astra-gitops/astra/internal/telemetry"
@@ -76,6 +77,12 @@ type Options struct {
 	// TraceParent is the W3C traceparent of whatever started astra: the
 	// run's span continues it, and new tasks join its trace.
 	TraceParent string
+	// Posture is what the safety posture check before the first tier-2
+	// run reads besides the checkout and the policies (posture.go): its
+	// Forge nil means no GitHub, so the API checks are unknown and tier 2
+	// stops unless trust.accept_risk. Root, Policies, Run and Tier2Only
+	// are the runner's.
+	Posture posture.Input
 }
 
 // Runner runs schedules under the configuration.
@@ -86,6 +93,8 @@ type Runner struct {
 	git   Syncer
 	forge Forge
 	prior recovered // what recoverLeftovers recovered from, for the report
+	// posture is the run's one check of the safety posture (posture.go).
+	posture postureVerdict
 }
 
 // New returns a runner. git and forge may be nil: then nothing is
@@ -139,6 +148,9 @@ type session struct {
 	fan     *fanOut   // astra plan: claims go to a job matrix, nothing runs here (fanout.go)
 	newest  time.Time // ts of the ledger's newest event when replayed
 	label   string    // the commit message's first line, when not the usual
+	// riskAccepted: trust.risk_accepted is recorded; postureOutage: the
+	// posture check's outage is reported (posture.go).
+	riskAccepted, postureOutage bool
 }
 
 // open replays the ledger and starts a journal, repairing a broken tail

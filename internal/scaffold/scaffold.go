@@ -58,6 +58,41 @@ type Options struct {
 	// Email is the approver's git user.email, mapped to Approver under
 	// identities: so that they can approve locally; "" leaves it out.
 	Email string
+	// LedgerKey is the public half of the ledger key ("ssh-ed25519 AAAA...
+	// comment"), listed in TrustFile; "" when the policies name one already.
+	LedgerKey string
+	// Environment is the GitHub environment the workflows' jobs take the
+	// ledger key from (trust.environment); "" is model's default, astra.
+	Environment string
+}
+
+// TrustFile is where Init lists a new ledger key.
+const TrustFile = "policies/trust.yaml"
+
+// trustFile lists the ledger key in the policies.
+func (o Options) trustFile() []byte {
+	return []byte(`# yaml-language-server: $schema=https://raw.githubusercontent.com/astra-gitops/astra/main/schema/policies.schema.json
+# The ledger key: astra seals what it records with the private half, which
+# only the default branch's cron job holds (the secret ASTRA_LEDGER_KEY of
+# the GitHub environment below, restricted to the default branch); every
+# run verifies the seals with the public half listed here. To rotate, list
+# the new key first: older keys still verify what they sealed.
+trust:
+  ledger_keys:
+    - ` + o.LedgerKey + `
+  environment: ` + o.environment() + `
+  # Until ` + "`astra doctor`" + ` passes, tier-2 (external) tools do not run. To run
+  # them anyway, say why here (recorded on every run), and remove it once
+  # astra doctor passes:
+  # accept_risk: trying astra out before the repository is set up
+`)
+}
+
+func (o Options) environment() string {
+	if o.Environment == "" {
+		return "astra"
+	}
+	return o.Environment
 }
 
 // approvalFiles are the approval example: who approves, an external tool,
@@ -88,8 +123,12 @@ func (o Options) fill(data []byte) []byte {
 	return bytes.ReplaceAll(data, []byte("{{identities}}"), []byte(ids))
 }
 
-// versionPlaceholder stands for the action's ref in the workflow templates.
-const versionPlaceholder = "{{version}}"
+// versionPlaceholder stands for the action's ref in the workflow
+// templates, environmentPlaceholder for the ledger key's environment.
+const (
+	versionPlaceholder     = "{{version}}"
+	environmentPlaceholder = "{{environment}}"
+)
 
 // ActionRef is the ref of the astra action that workflows written by a build
 // of version v pin: v itself when it is a release, so a repository runs the
@@ -165,22 +204,12 @@ func (r *Result) planFiles(root string, opts Options) ([]write, error) {
 		if err != nil {
 			return nil, err
 		}
-		old, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-		switch {
-		case os.IsNotExist(err):
-			r.Created = append(r.Created, rel)
-		case err != nil:
+		if writes, err = r.plan(writes, root, w, opts.Force); err != nil {
 			return nil, err
-		case bytes.Equal(old, w.data):
-			r.Unchanged = append(r.Unchanged, rel)
-			continue
-		case opts.Force:
-			r.Replaced = append(r.Replaced, rel)
-		default:
-			r.Conflicts = append(r.Conflicts, rel)
-			continue
 		}
-		writes = append(writes, w)
+	}
+	if opts.LedgerKey != "" {
+		return r.plan(writes, root, write{TrustFile, opts.trustFile(), 0o644}, opts.Force)
 	}
 	return writes, nil
 }
@@ -197,6 +226,7 @@ func scaffoldFile(rel string, opts Options, ref string, example bool) (write, er
 		data = fanOutWorkflow
 	}
 	data = bytes.ReplaceAll(data, []byte(versionPlaceholder), []byte(ref))
+	data = bytes.ReplaceAll(data, []byte(environmentPlaceholder), []byte(opts.environment()))
 	if example {
 		data = opts.fill(data)
 	}
@@ -251,6 +281,28 @@ func writeAll(root string, writes []write) error {
 	return nil
 }
 
+
+// plan notes what becomes of w (created, unchanged, replaced with
+// force, else a conflict) and adds it to writes when it is to be written.
+func (r *Result) plan(writes []write, root string, w write, force bool) ([]write, error) {
+	old, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(w.rel)))
+	switch {
+	case os.IsNotExist(err):
+		r.Created = append(r.Created, w.rel)
+	case err != nil:
+		return nil, err
+	case bytes.Equal(old, w.data):
+		r.Unchanged = append(r.Unchanged, w.rel)
+		return writes, nil
+	case force:
+		r.Replaced = append(r.Replaced, w.rel)
+	default:
+		r.Conflicts = append(r.Conflicts, w.rel)
+		return writes, nil
+	}
+	return append(writes, w), nil
+}
+
 // hasOwnConfig reports whether root already has schedules or policies other
 // than the scaffold's: then the examples would only collide with them.
 func hasOwnConfig(root string) bool {
@@ -262,7 +314,7 @@ func hasOwnConfig(root string) bool {
 			}
 			rel, _ := filepath.Rel(root, p)
 			ext := filepath.Ext(p)
-			if (ext == ".yaml" || ext == ".yml") && !slices.Contains(Files(), filepath.ToSlash(rel)) {
+			if (ext == ".yaml" || ext == ".yml") && !slices.Contains(Files(), filepath.ToSlash(rel)) && filepath.ToSlash(rel) != TrustFile {
 				found = true
 				return fs.SkipAll
 			}
@@ -280,7 +332,7 @@ type appendix struct{ rel, marker, text string }
 // ownedPaths are what CODEOWNERS gives an owner: everything that decides
 // what runs, as whom, and who may decide it (the state snapshot included:
 // runs start from it).
-var ownedPaths = []string{"/.astra.yaml", "/.github/CODEOWNERS", "/.github/workflows/", "/policies/", "/schedules/", "/scripts/tools/", "/var/approvals/", "/var/state/"}
+var ownedPaths = []string{"/.astra.yaml", "/.github/", "/policies/", "/schedules/", "/scripts/tools/", "/var/approvals/", "/var/state/"}
 
 // appends are the lines added to files a repository may already have.
 func appends(owner string) []appendix {
