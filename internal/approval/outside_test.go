@@ -46,7 +46,7 @@ func TestPending(t *testing.T) {
 	if ids, err := Pending(repo); err != nil || len(ids) != 0 {
 		t.Fatalf("no pending directory: %v %v", ids, err)
 	}
-	dir := filepath.Join(repo, filepath.FromSlash(pendingDir))
+	dir := filepath.Join(repo, filepath.FromSlash(Dir))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

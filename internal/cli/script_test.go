@@ -79,6 +79,7 @@ func TestScripts(t *testing.T) {
 			"killruns":    killRuns,
 			"closedport":  closedPort,
 			"signjwt":     signJWT,
+			"approverkey": approverKey,
 		},
 	})
 }
@@ -347,4 +348,34 @@ func signJWT(ts *testscript.TestScript, neg bool, args []string) {
 		IssuedAt: jwt.NewNumericDate(at), Expiry: jwt.NewNumericDate(at.Add(5 * time.Minute))}).Serialize()
 	ts.Check(err)
 	ts.Setenv(args[3], tok)
+}
+
+// approverkey LOGIN [FILE]: make LOGIN an SSH key with the real ssh-keygen
+// ($WORK/keys/LOGIN and .pub) and, with FILE, list its public key for
+// LOGIN under signing_keys there (the file is created with the section,
+// or appended to).
+func approverKey(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: approverkey login [policy file]")
+	}
+	key := ts.MkAbs(filepath.Join("keys", args[0]))
+	ts.Check(os.MkdirAll(filepath.Dir(key), 0o700))
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", args[0], "-f", key).CombinedOutput(); err != nil {
+		ts.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	if len(args) == 1 {
+		return
+	}
+	pub, err := os.ReadFile(key + ".pub")
+	ts.Check(err)
+	p := ts.MkAbs(args[1])
+	old, err := os.ReadFile(p)
+	if err != nil && !os.IsNotExist(err) {
+		ts.Fatalf("%v", err)
+	}
+	if len(old) == 0 {
+		old = []byte("signing_keys:\n")
+	}
+	line := fmt.Sprintf("  %s: [%q]\n", args[0], strings.TrimSpace(string(pub)))
+	ts.Check(os.WriteFile(p, append(old, line...), 0o644))
 }

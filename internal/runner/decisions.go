@@ -6,15 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"time"
 
-	"github.com/astra-gitops/astra/internal/approval"
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/memory"
 	"github.com/astra-gitops/astra/internal/model"
-	"github.com/astra-gitops/astra/internal/state"
 )
 
 // Decisions a human takes outside a run. Each names who takes it (an
@@ -94,45 +91,6 @@ func by(id identity.Identity) string {
 		return id.Login + " (unverified)"
 	}
 	return id.Login
-}
-
-// Approve approves sc's open request, or its next due run when none is
-// open, without a pull request: the approval is recorded in the ledger
-// (the authority) and the token file is written for the record. A request
-// that has a pull request is approved by merging it instead.
-func (r *Runner) Approve(ctx context.Context, sc *model.Schedule, id identity.Identity, ttl time.Duration) (*Report, *approval.Token, error) {
-	var tok *approval.Token
-	rep, err := r.record(ctx, "approve", func(s *session) ([]*ledger.Event, error) {
-		if err := s.permit(ctx, model.VerbApprove, sc.Name, id, sc); err != nil {
-			return nil, err
-		}
-		req := s.state().Approvals[sc.ID]
-		if req != nil && req.PR != 0 && req.Status == ledger.StatusPending {
-			return nil, errkind.Usagef("%s's request is pull request #%d: approve it by merging the pull request", sc.Name, req.PR)
-		}
-		tok = &approval.Token{ScheduleID: sc.ID, ScheduleName: sc.Name, ApprovedBy: id.Login, ApprovedAt: s.now, ExpiresAt: s.now.Add(ttl),
-			PayloadHash: approval.PayloadHash(sc.Payload, nil), Definition: definitionHash(sc)}
-		if req != nil {
-			tok.Slot, tok.IdempotencyKey, tok.PayloadHash = req.Slot, req.Key, req.PayloadHash
-		}
-		tok.Sign(r.opts.Secret)
-		raw := tok.Encode()
-		if !r.opts.DryRun {
-			if _, err := approval.Write(r.opts.Root, tok); err != nil {
-				return nil, err
-			}
-			s.touched = append(s.touched, approval.Path(sc.ID))
-		}
-		ev := &ledger.Event{Event: ledger.ApprovalApproved, ScheduleID: sc.ID, Slot: tok.Slot, IdempotencyKey: tok.IdempotencyKey,
-			Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: ledger.StatusApproved,
-			By: by(id), ExpiresAt: tok.ExpiresAt, PayloadHash: tok.PayloadHash, Mode: ledger.ModeScheduled,
-			Detail: detail(state.ApprovalDetail{Token: approval.Hash(raw), Definition: tok.Definition})}
-		if req != nil {
-			ev.TraceID, ev.Mode = req.TraceID, req.Mode
-		}
-		return []*ledger.Event{ev}, nil
-	})
-	return rep, tok, err
 }
 
 // Reject records the rejection of sc's open approval request (the slot

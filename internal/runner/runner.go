@@ -132,6 +132,7 @@ type session struct {
 	report  *Report
 	pushed  int       // recorded events already pushed (claims)
 	touched []string  // files other than the journal's this run changed (token files)
+	dropped []string  // the schedules whose token file this run deleted
 	writes  writeLog  // what tools wrote (writes.go)
 	held    money.USD // cost caps of the runs running now (under mu)
 	spills  []string  // spill refs merged by this run

@@ -64,13 +64,16 @@ func NewKeygenSigner(ctx context.Context, spec string) (*KeygenSigner, error) {
 }
 
 // publicKeyOf is the public key of a key file: the file itself when it
-// is one, else its .pub beside it, else what `ssh-keygen -y` derives.
+// is a .pub, else the .pub beside it, else what `ssh-keygen -y` derives
+// (astra does not read a private key itself).
 func publicKeyOf(ctx context.Context, file string) (PublicKey, error) {
-	for _, f := range []string{file, file + ".pub"} {
-		if b, err := os.ReadFile(f); err == nil {
-			if k, err := ParsePublicKey(string(b)); err == nil {
-				return k, nil
-			}
+	pub := file + ".pub"
+	if strings.HasSuffix(file, ".pub") {
+		pub = file
+	}
+	if b, err := os.ReadFile(pub); err == nil {
+		if k, err := ParsePublicKey(string(b)); err == nil {
+			return k, nil
 		}
 	}
 	out, err := keygen(ctx, nil, "-y", "-f", file)
