@@ -305,11 +305,13 @@ func (f *fakeForge) EnsureApprovalPR(ctx context.Context, req forge.ApprovalRequ
 	for n, pr := range f.prs {
 		if pr.State == "open" && pr.HeadRef == forge.ApprovalBranch(req.ScheduleID) {
 			f.tokens[n] = req.Token(n)
+			pr.HeadSHA = fmt.Sprintf("head-%d-%d", n, len(f.requests)) // the token commit astra pushed
 			return *pr, false, nil
 		}
 	}
 	n := len(f.prs) + 1
-	pr := &forge.PR{Number: n, URL: fmt.Sprintf("https://github.example/pull/%d", n), State: "open", HeadRef: forge.ApprovalBranch(req.ScheduleID)}
+	pr := &forge.PR{Number: n, URL: fmt.Sprintf("https://github.example/pull/%d", n), State: "open", HeadRef: forge.ApprovalBranch(req.ScheduleID),
+		HeadSHA: fmt.Sprintf("head-%d-%d", n, len(f.requests))}
 	f.prs[n] = pr
 	f.tokens[n] = req.Token(n)
 	return *pr, true, nil
