@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 // Sources of an identity.
@@ -53,6 +54,10 @@ type Identity struct {
 	Email    string         // git config user.email, outside CI
 	Actor    string         // for a JWT: the actor its claims map to
 	Claims   map[string]any // for a JWT: all its claims
+	// TokenID names a JWT (a hash of its issuer and jti) without revealing
+	// it, and TokenExpires is its exp: it is accepted once until then.
+	TokenID      string
+	TokenExpires time.Time
 }
 
 // String names the identity and where it comes from, for messages and the

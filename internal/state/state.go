@@ -372,6 +372,17 @@ type RollbackDetail struct {
 	Run string `json:"run"`
 }
 
+// TriggerDetail is the Detail of trigger.accepted: what authenticated it,
+// so that nothing is accepted twice.
+type TriggerDetail struct {
+	Key         string    `json:"key"`
+	Signature   string    `json:"signature"`              // a timestamped signature's id (its expiry is the event's expires_at)
+	Identity    string    `json:"identity"`               // who triggered, in words
+	GitHubEvent string    `json:"github_event,omitempty"` // the X-GitHub-Event a relayed delivery's signature was checked with
+	JWT         string    `json:"jwt,omitempty"`          // a JWT's id (a hash of its issuer and jti)
+	JWTExpires  time.Time `json:"jwt_expires,omitzero"`   // its exp: the id is kept until then
+}
+
 // ApprovalDetail is the Detail of approval events: what binds an approval
 // to the request astra made and to the action it approves.
 type ApprovalDetail struct {
@@ -545,11 +556,14 @@ func (s *State) Apply(e *ledger.Event) {
 			delete(s.Approvals, e.ScheduleID)
 		}
 	case ledger.TriggerAccepted:
-		var d struct {
-			Signature string `json:"signature"`
-		}
-		if json.Unmarshal(e.Detail, &d) == nil && d.Signature != "" {
-			s.Signatures[d.Signature] = e.ExpiresAt
+		var d TriggerDetail
+		if json.Unmarshal(e.Detail, &d) == nil {
+			if d.Signature != "" {
+				s.Signatures[d.Signature] = e.ExpiresAt
+			}
+			if d.JWT != "" {
+				s.Signatures[d.JWT] = d.JWTExpires
+			}
 		}
 	case ledger.RollbackCompleted:
 		var d RollbackDetail
