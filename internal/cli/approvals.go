@@ -177,7 +177,7 @@ func (a *app) runApprove(ctx context.Context, o approveOptions) error {
 		if login == "" {
 			return r.Refuse(ctx, model.VerbApprove, s.Name, identity.Identity{Source: identity.SourceSignature},
 				fmt.Sprintf("your key %s is not listed under signing_keys in policies: add `signing_keys: {<your GitHub login>: [\"%s\"]}` "+
-					"through a pull request (code owners review it)", signer.Fingerprint(), signer.PublicKey()))
+					"through a pull request (code owners review it)", signer.Fingerprint(), signer.PublicKey()), s)
 		}
 		id = identity.SignatureIdentity(login)
 	}

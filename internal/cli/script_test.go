@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -27,6 +28,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/astra-gitops/astra/internal/approval"
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/gittest"
 	"github.com/astra-gitops/astra/internal/identity"
@@ -86,6 +88,7 @@ func TestScripts(t *testing.T) {
 			"signjwt":     signJWT,
 			"approverkey": approverKey,
 			"jwtissuer":   jwtIssuer,
+			"signtoken":   signToken,
 		},
 	})
 }
@@ -451,4 +454,19 @@ func approverKey(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	line := fmt.Sprintf("  %s: [%q]\n", args[0], strings.TrimSpace(string(pub)))
 	ts.Check(os.WriteFile(p, append(old, line...), 0o644))
+}
+
+// signtoken KEY FILE: sign the approval token FILE with the SSH key KEY,
+// as `astra approve` would (ssh-keygen -Y sign), whoever's key it is.
+func signToken(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: signtoken key file")
+	}
+	tok, err := approval.Parse([]byte(ts.ReadFile(args[1])))
+	ts.Check(err)
+	s, err := approval.NewSigner(context.Background(), ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer s.Close()
+	ts.Check(s.Sign(context.Background(), tok))
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), tok.Encode(), 0o644))
 }

@@ -134,7 +134,7 @@ func (a *app) runTrigger(ctx context.Context, o triggerOptions) error {
 // signature as trigger.refused, a refused caller as action.refused.
 func (a *app) refuseTrigger(ctx context.Context, r *runner.Runner, o triggerOptions, refusal *identity.TriggerRefusal) error {
 	if !refusal.Signature {
-		return r.Refuse(ctx, model.VerbTrigger, o.event, refusal.By, refusal.Why)
+		return r.Refuse(ctx, model.VerbTrigger, o.event, refusal.By, refusal.Why, nil)
 	}
 	if !o.run.dryRun {
 		if _, err := r.RefuseTrigger(ctx, o.event, "signature", refusal.Why); err != nil {

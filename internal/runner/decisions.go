@@ -40,8 +40,9 @@ var verbPhrases = map[string]string{
 	model.VerbInitForce:       "overwrite the setup of",
 }
 
-// refuse builds the refusal of verb on target by id.
-func refuse(verb, target string, id identity.Identity, why string) *refusal {
+// refuse builds the refusal of verb on target by id; sc is the schedule
+// it concerns, nil when none.
+func refuse(verb, target string, id identity.Identity, why string, sc *model.Schedule) *refusal {
 	d, _ := json.Marshal(map[string]string{"identity": id.String(), "source": id.Source, "target": target})
 	who := id.Login
 	if who == "" {
@@ -55,18 +56,20 @@ func refuse(verb, target string, id identity.Identity, why string) *refusal {
 	if id.Login == "" {
 		msg = fmt.Sprintf("refusing to %s %s: %s", act, target, why)
 	}
-	return &refusal{
-		ev:  &ledger.Event{Event: ledger.ActionRefused, Status: ledger.StatusRefused, Reason: verb, By: who, Error: why, Detail: d},
-		err: errkind.Refusedf("%s; nothing was done (recorded)", msg),
+	ev := &ledger.Event{Event: ledger.ActionRefused, Status: ledger.StatusRefused, Reason: verb, By: who, Error: why, Detail: d}
+	if sc != nil {
+		ev.ScheduleID, ev.Actor, ev.Tenant, ev.Tool, ev.Tier = sc.ID, sc.Actor, sc.Tenant, sc.TargetTool, int(sc.SafetyTier)
 	}
+	return &refusal{ev: ev, err: errkind.Refusedf("%s; nothing was done (recorded)", msg)}
 }
 
-// Refuse records that id was not allowed to take verb on target, for a
-// refusal decided before astra could ask the policies (an identity that
-// cannot be established). Nothing is recorded in a dry run.
-func (r *Runner) Refuse(ctx context.Context, verb, target string, id identity.Identity, why string) error {
+// Refuse records that id was not allowed to take verb on target (sc,
+// when it is a schedule), for a refusal decided before astra could ask
+// the policies (an identity that cannot be established). Nothing is
+// recorded in a dry run.
+func (r *Runner) Refuse(ctx context.Context, verb, target string, id identity.Identity, why string, sc *model.Schedule) error {
 	_, err := r.record(ctx, verb, func(*session) ([]*ledger.Event, error) {
-		return nil, refuse(verb, target, id, why)
+		return nil, refuse(verb, target, id, why, sc)
 	})
 	return err
 }
@@ -82,7 +85,7 @@ func (s *session) permit(ctx context.Context, verb, target string, id identity.I
 	case d.Undecided():
 		return d.Err
 	}
-	return refuse(verb, target, id, d.Reason)
+	return refuse(verb, target, id, d.Reason, sc)
 }
 
 // by is how a decision names its author in the ledger.

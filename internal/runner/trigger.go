@@ -130,5 +130,5 @@ func (r *Runner) Permit(ctx context.Context, verb, target string, id identity.Id
 	case d.Undecided():
 		return fmt.Errorf("%w; nothing was done", d.Err)
 	}
-	return r.Refuse(ctx, verb, target, id, d.Reason)
+	return r.Refuse(ctx, verb, target, id, d.Reason, sc)
 }
