@@ -37,6 +37,8 @@ permissions:
   approve: [founder]
   dead_letter_retry: [founder, ops]
   rollback: [founder]
+trust:
+  accept_risk: these tests are about approvals, not the repository's setup
 `
 
 func newUseCase(t *testing.T, retries int) *useCase {

@@ -60,6 +60,8 @@ roles:
   founder: [octocat, "@octo/founders"]
 actors:
   - {actor: astra, scopes: ["*"], autonomy: L3}
+trust:
+  accept_risk: these tests are about approvals, not the repository's setup (doctor.txtar and posture_gate.txtar are)
 `
 
 func mustRead(t *testing.T, srv *githubtest.Server, ref, path string) []byte {

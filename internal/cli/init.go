@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,7 @@ import (
 type initOptions struct {
 	scaffold scaffold.Options
 	by       string
+	keyFile  string // where the ledger key's private half goes
 }
 
 func (a *app) initCmd() *cobra.Command {
@@ -53,6 +55,7 @@ for long or uneven tasks, not for many short ones.`,
 	cmd.Flags().BoolVar(&o.scaffold.DryRun, "dry-run", false, "show what would be written")
 	cmd.Flags().StringVar(&o.scaffold.Approver, "approver", "", "GitHub login (or @org/team) who may approve; adds the approval example (default: the login of a noreply git user.email)")
 	cmd.Flags().BoolVar(&o.scaffold.FanOut, "fan-out", false, "write the fan-out cron workflow: a plan job, then one job per claimed task")
+	cmd.Flags().StringVar(&o.keyFile, "key-file", "", "where to write the private half of the ledger key init generates, outside the repository (default $XDG_CONFIG_HOME/astra/keys/<owner>-<repo>-<fingerprint>.key)")
 	byFlag(cmd, &o.by)
 	return cmd
 }
@@ -71,7 +74,23 @@ func (a *app) runInit(ctx context.Context, o initOptions) error {
 		opts.Email = email
 		opts.SigningKey = a.approverPublicKey(ctx)
 	}
+	key, env, note, err := a.newLedgerKey(o.keyFile)
+	if err != nil {
+		return err
+	}
+	opts.Environment = env
+	if key != nil {
+		opts.LedgerKey = key.public.String()
+		if !opts.DryRun {
+			if err := key.write(); err != nil {
+				return err
+			}
+		}
+	}
 	res, err := scaffold.Init(a.repo(), opts)
+	if key != nil && !opts.DryRun && (err != nil || len(res.Conflicts) > 0) {
+		os.Remove(key.path) // its public half was not written
+	}
 	if err != nil {
 		return errkind.Usage(err)
 	}
@@ -86,6 +105,9 @@ func (a *app) runInit(ctx context.Context, o initOptions) error {
 		return errkind.Usagef("%d file(s) exist with other content; nothing was written (rerun with --force to replace them)", len(res.Conflicts))
 	}
 	if opts.DryRun {
+		if !a.json() {
+			a.printSetup(a.stdout, key, true)
+		}
 		return nil
 	}
 	// The textconv driver lives in the clone's own config.
@@ -116,6 +138,10 @@ func (a *app) runInit(ctx context.Context, o initOptions) error {
 			fmt.Fprintln(a.stdout, "Sign approval tokens too (recommended): openssl rand -hex 32 | gh secret set ASTRA_APPROVAL_SECRET")
 		}
 		fmt.Fprintln(a.stdout, "Approval pull requests opened with the default GITHUB_TOKEN do not trigger other workflows; see the README.")
+		if note != "" {
+			fmt.Fprintln(a.stdout, note)
+		}
+		a.printSetup(a.stdout, key, false)
 	}
 	return nil
 }

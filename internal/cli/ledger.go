@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"path/filepath"
 
@@ -10,8 +10,9 @@ import (
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledger"
-	"github.com/astra-gitops/astra/internal/runner"
+	"github.com/astra-gitops/astra/internal/ledgerops"
 	"github.com/astra-gitops/astra/internal/state"
+	"github.com/astra-gitops/astra/internal/ui"
 )
 
 func (a *app) ledgerCmd() *cobra.Command {
@@ -40,7 +41,12 @@ func (a *app) replay() (*state.State, error) {
 	return st, nil
 }
 
+// ledgerVerifyOptions are `astra ledger verify`'s: it has no flags of its
+// own.
+type ledgerVerifyOptions struct{}
+
 func (a *app) ledgerVerifyCmd() *cobra.Command {
+	var o ledgerVerifyOptions
 	return &cobra.Command{
 		Use:   "verify",
 		Short: "Check gzip integrity, JSON, seq and the hash chain of every ledger file",
@@ -56,84 +62,56 @@ file:line and exits 1; a clean ledger exits 0.`,
 		Example: `  astra ledger verify
   astra ledger verify --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			type result struct {
-				Log    string `json:"log"`
-				Files  int    `json:"files"`
-				Events int64  `json:"events"`
-				Last   string `json:"last_hash,omitempty"`
-				Error  string `json:"error,omitempty"`
-				File   string `json:"file,omitempty"`
-				Line   int    `json:"line,omitempty"`
-				Hint   string `json:"hint,omitempty"`
-				Note   string `json:"note,omitempty"`
-			}
-			var results []result
-			bad := false
-			anchors := a.anchors()
-			for _, s := range []*ledger.Store{a.store(), ledger.OpenApprovalLog(a.repo())} {
-				segs, err := s.Segments()
-				if err != nil {
-					return err
-				}
-				name := s.Dir()
-				st, err := ledger.Verify(a.repo(), segs)
-				if err == nil {
-					err = s.VerifyAnchors(segs, anchors)
-				}
-				res := result{Log: name, Files: st.Files, Events: st.Events, Last: st.Tail.Hash}
-				var ce *ledger.CorruptError
-				switch {
-				case errors.As(err, &ce):
-					bad = true
-					res.Error, res.File, res.Line, res.Hint = ce.Error(), ce.File, ce.Line, runner.RepairHint(ce)
-				case err != nil:
-					return err
-				}
-				results = append(results, res)
-			}
-			if !bad { // the snapshot is checked against an intact ledger
-				res := result{Log: state.SnapshotPath}
-				check, err := state.VerifySnapshot(a.store())
-				res.Events, res.Note = check.Seq, check.Note
-				if err != nil {
-					bad = true
-					res.Error, res.Hint = err.Error(), "Runs start from the snapshot, so fix it: delete "+state.SnapshotPath+" (the next run replays the month and writes it and "+state.DeadLettersPath+" anew) or restore both with `git checkout -- "+state.StateDir+"/`."
-				}
-				results = append(results, res)
-			}
-			if a.json() {
-				if err := a.printJSON(results); err != nil {
-					return err
-				}
-			} else {
-				for _, r := range results {
-					if r.Error != "" {
-						fmt.Fprintf(a.stdout, "%s\n  %s\n", r.Error, r.Hint)
-						if a.inGitHubActions() {
-							fmt.Fprintf(a.stdout, "::error file=%s,line=%d::%s\n", r.File, r.Line, r.Error)
-						}
-						continue
-					}
-					switch {
-					case r.Log != state.SnapshotPath:
-						fmt.Fprintf(a.stdout, "%s: %s in %s, chain intact\n", r.Log, count(int(r.Events), "event"), count(r.Files, "file"))
-					case r.Note != "":
-						fmt.Fprintf(a.stdout, "%s: not checked: %s\n", r.Log, r.Note)
-					default:
-						fmt.Fprintf(a.stdout, "%s: equals a replay of the ledger up to seq %d\n", r.Log, r.Events)
-					}
-				}
-			}
-			if bad {
-				return errkind.Failed()
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runLedgerVerify(cmd.Context(), o) },
 	}
 }
 
+// runLedgerVerify is `astra ledger verify`.
+func (a *app) runLedgerVerify(_ context.Context, _ ledgerVerifyOptions) error {
+	v, err := ledgerops.Verify(a.repo(), a.v.GetInt64("ledger.segment_size"), a.ledgerGit())
+	if err != nil {
+		return err
+	}
+	if a.json() {
+		if err := a.printJSON(v); err != nil {
+			return err
+		}
+	} else {
+		a.printVerification(v)
+	}
+	if v.Damaged() {
+		return errkind.Failed()
+	}
+	return nil
+}
+
+// printVerification says what each check found; damage comes with what
+// to do about it, and in GitHub Actions as an annotation on the file.
+func (a *app) printVerification(v ledgerops.Verification) {
+	for _, c := range v {
+		switch {
+		case c.Damaged():
+			fmt.Fprintf(a.stdout, "%s\n  %s\n", c.Error, c.Hint)
+			if a.inGitHubActions() {
+				_ = ui.Annotate(a.stdout, ui.Annotation{Level: ui.Error, File: c.File, Line: c.Line, Message: c.Error})
+			}
+		case c.Log != state.SnapshotPath:
+			fmt.Fprintf(a.stdout, "%s: %s in %s, chain intact\n", c.Log, count(int(c.Events), "event"), count(c.Files, "file"))
+		case c.Note != "":
+			fmt.Fprintf(a.stdout, "%s: not checked: %s\n", c.Log, c.Note)
+		default:
+			fmt.Fprintf(a.stdout, "%s: equals a replay of the ledger up to seq %d\n", c.Log, c.Events)
+		}
+	}
+}
+
+// ledgerCatOptions are `astra ledger cat`'s arguments.
+type ledgerCatOptions struct {
+	files []string // ledger files; none: the whole ledger
+}
+
 func (a *app) ledgerCatCmd() *cobra.Command {
+	var o ledgerCatOptions
 	return &cobra.Command{
 		Use:   "cat [file...]",
 		Short: "Print ledger files as NDJSON (all of them by default)",
@@ -146,22 +124,32 @@ also the textconv driver that makes 'git diff' show ledger changes as text:
 		Example: `  astra ledger cat | jq 'select(.event == "run.failed")'
   astra ledger cat var/schedules/2026-11.ndjson.gz`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			files := args
-			if len(files) == 0 {
-				segs, err := a.store().Segments()
-				if err != nil {
-					return err
-				}
-				for _, s := range segs {
-					files = append(files, filepath.Join(a.repo(), filepath.FromSlash(s.Path)))
-				}
-			}
-			return ledger.Cat(a.stdout, files...)
+			o.files = args
+			return a.runLedgerCat(cmd.Context(), o)
 		},
 	}
 }
 
+// runLedgerCat is `astra ledger cat`.
+func (a *app) runLedgerCat(_ context.Context, o ledgerCatOptions) error {
+	if len(o.files) == 0 {
+		segs, err := a.store().Segments()
+		if err != nil {
+			return errkind.Ledger(err, "")
+		}
+		for _, s := range segs {
+			o.files = append(o.files, filepath.Join(a.repo(), filepath.FromSlash(s.Path)))
+		}
+	}
+	return ledger.Cat(a.stdout, o.files...)
+}
+
+// ledgerRepairOptions are `astra ledger repair`'s: it has no flags of its
+// own.
+type ledgerRepairOptions struct{}
+
 func (a *app) ledgerRepairCmd() *cobra.Command {
+	var o ledgerRepairOptions
 	return &cobra.Command{
 		Use:   "repair",
 		Short: "Cut a broken tail (a run killed while writing) off the ledger",
@@ -173,54 +161,35 @@ lines of that member that still chain are kept, and a ledger.repaired event
 records what was cut. A ledger broken anywhere else is refused: that is not
 a crash, and needs a human (restore the file from git).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			rep, err := runner.RepairLedger(a.repo(), a.v.GetInt64("ledger.segment_size"), a.clock, a.gitSizes())
-			if err != nil {
-				return err
-			}
-			if rep == nil {
-				fmt.Fprintln(a.stdout, "the ledger is intact; nothing to repair")
-				return nil
-			}
-			fmt.Fprintf(a.stdout, "cut %d bytes at offset %d of %s; kept %d complete lines; recorded ledger.repaired\n",
-				rep.Dropped, rep.Offset, rep.File, rep.Salvaged)
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runLedgerRepair(cmd.Context(), o) },
 	}
 }
 
-// gitSizes asks git how much of a ledger file it holds; nil outside a
-// repository.
-func (a *app) gitSizes() runner.GitSizes {
-	repo, err := gitops.Open(gitops.Options{Dir: a.repo(), Remote: a.v.GetString("git.remote"), Branch: a.v.GetString("ledger_branch")})
+// runLedgerRepair is `astra ledger repair`.
+func (a *app) runLedgerRepair(_ context.Context, _ ledgerRepairOptions) error {
+	rep, err := ledgerops.Repair(a.repo(), a.v.GetInt64("ledger.segment_size"), a.now, a.ledgerGit())
 	if err != nil {
+		return err
+	}
+	if rep == nil {
+		fmt.Fprintln(a.stdout, "the ledger is intact; nothing to repair")
 		return nil
 	}
-	return func(path string) ledger.RepairOptions {
-		var o ledger.RepairOptions
-		o.Committed, _, _ = repo.CommittedFileSize(path)
-		o.Pushed, _, _ = repo.RemoteFileSize(path)
-		return o
-	}
+	fmt.Fprintf(a.stdout, "cut %d bytes at offset %d of %s; kept %d complete lines; recorded ledger.repaired\n",
+		rep.Dropped, rep.Offset, rep.File, rep.Salvaged)
+	return nil
 }
 
-// anchors are the ledger heads astra's recent commits recorded; none
-// outside a git checkout.
-func (a *app) anchors() []ledger.Anchor {
-	repo, err := gitops.Open(gitops.Options{Dir: a.repo(), Remote: a.v.GetString("git.remote"), Branch: a.v.GetString("ledger_branch")})
+// ledgerGit is the repository holding the ledger, as verify and repair
+// ask it; nil outside one (then there are no anchors, and nothing counts
+// as committed). An interface, so that nil stays nil.
+func (a *app) ledgerGit() interface {
+	ledgerops.History
+	ledgerops.Sizer
+} {
+	repo, err := gitops.Open(a.gitOptions(a.v.GetString("ledger_branch")))
 	if err != nil {
 		return nil
 	}
-	msgs, err := repo.CommitMessages(50)
-	if err != nil {
-		return nil
-	}
-	var out []ledger.Anchor
-	for _, m := range msgs {
-		for _, an := range ledger.ParseAnchors(m.Message) {
-			an.Commit = m.Commit
-			out = append(out, an)
-		}
-	}
-	return out
+	return repo
 }

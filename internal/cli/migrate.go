@@ -1,18 +1,25 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
+	"github.com/astra-gitops/astra/internal/ledgerops"
 	"github.com/astra-gitops/astra/internal/report"
-	"github.com/astra-gitops/astra/internal/runner"
 )
 
+// ledgerMigrateOptions are `astra ledger migrate`'s flags.
+type ledgerMigrateOptions struct {
+	to   string // --to-branch
+	from string // --from; "": ledger_branch, else the checked-out branch
+}
+
 func (a *app) ledgerMigrateCmd() *cobra.Command {
-	var to, from string
+	var o ledgerMigrateOptions
 	cmd := &cobra.Command{
 		Use:   "migrate --to-branch <branch>",
 		Short: "Move the ledger, with all its history, to another branch of the remote (a protected main), or back",
@@ -34,49 +41,48 @@ ledger is back on the branch you check out).`,
 		Example: `  astra ledger migrate --to-branch astra-state   # main is protected: the ledger gets a branch of its own
   astra ledger migrate --to-branch main          # back, once astra may push to main again`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			repo, err := gitops.Open(a.gitOptions(to))
-			switch {
-			case err != nil: // not a repository, an invalid branch name, ...
-				return errkind.Usagef("%w", err)
-			case !repo.HasRemote():
-				return errkind.Usagef("the ledger moves between branches of the remote %q, which this repository does not have", a.v.GetString("git.remote"))
-			}
-			checkedOut := ""
-			if c, err := gitops.Open(a.gitOptions("")); err == nil {
-				checkedOut = c.Branch()
-			}
-			setting := a.v.GetString("ledger_branch")
-			if from == "" {
-				from = setting
-				if from == "" || from == to {
-					from = checkedOut
-				}
-				if from == "" {
-					return errkind.Usagef("HEAD is detached: say which branch holds the ledger with --from")
-				}
-			}
-			m, err := runner.Migrate(cmd.Context(), repo, runner.MigrateOptions{From: from, To: to, Clock: a.clock,
-				SegmentSize: a.v.GetInt64("ledger.segment_size"), RunnerID: a.runnerID()})
-			if err != nil {
-				return err
-			}
-			if a.json() {
-				return a.printJSON(m)
-			}
-			a.printMigration(m, checkedOut, setting)
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runLedgerMigrate(cmd.Context(), o) },
 	}
-	cmd.Flags().StringVar(&to, "to-branch", "", "the branch the ledger moves to (created when the remote does not have it)")
-	cmd.Flags().StringVar(&from, "from", "", "the branch the ledger is on now (default: ledger_branch, else the checked-out branch)")
+	cmd.Flags().StringVar(&o.to, "to-branch", "", "the branch the ledger moves to (created when the remote does not have it)")
+	cmd.Flags().StringVar(&o.from, "from", "", "the branch the ledger is on now (default: ledger_branch, else the checked-out branch)")
 	_ = cmd.MarkFlagRequired("to-branch")
 	return cmd
 }
 
+// runLedgerMigrate is `astra ledger migrate`.
+func (a *app) runLedgerMigrate(ctx context.Context, o ledgerMigrateOptions) error {
+	repo, err := gitops.Open(a.gitOptions(o.to))
+	switch {
+	case err != nil: // not a repository, an invalid branch name, ...
+		return errkind.Usagef("%w", err)
+	case !repo.HasRemote():
+		return errkind.Usagef("the ledger moves between branches of the remote %q, which this repository does not have", a.v.GetString("git.remote"))
+	}
+	checkedOut := ""
+	if c, err := gitops.Open(a.gitOptions("")); err == nil {
+		checkedOut = c.Branch()
+	}
+	setting := a.v.GetString("ledger_branch")
+	if o.from == "" {
+		if o.from, err = ledgerops.SourceBranch(setting, checkedOut, o.to); err != nil {
+			return err
+		}
+	}
+	m, err := ledgerops.Migrate(ctx, repo, ledgerops.MigrateOptions{From: o.from, To: o.to, Clock: a.now,
+		SegmentSize: a.v.GetInt64("ledger.segment_size"), RunnerID: a.runnerID()})
+	if err != nil {
+		return err
+	}
+	if a.json() {
+		return a.printJSON(m)
+	}
+	a.printMigration(m, checkedOut, setting)
+	return nil
+}
+
 // printMigration says what moved, what became of the branch it left, and
 // what to set next.
-func (a *app) printMigration(m *runner.Migration, checkedOut, setting string) {
+func (a *app) printMigration(m *ledgerops.Migration, checkedOut, setting string) {
 	w := a.stdout
 	if m.Already {
 		fmt.Fprintf(w, "the ledger is on %s already (commit %s, %d events): nothing to do\n", m.To, report.Short(m.Commit), m.Events)
@@ -84,9 +90,9 @@ func (a *app) printMigration(m *runner.Migration, checkedOut, setting string) {
 		fmt.Fprintf(w, "moved the ledger from %s (commit %s) to %s (commit %s): %d events, the last one ledger.migrated (seq %d)\n",
 			m.From, report.Short(m.Source), m.To, report.Short(m.Commit), m.Events, m.Seq)
 		switch m.Left {
-		case runner.LeftRetired:
+		case ledgerops.LeftRetired:
 			fmt.Fprintf(w, "%s ends with the same ledger.migrated event: a run still pointed at it refuses to record there\n", m.From)
-		case runner.LeftFrozen:
+		case ledgerops.LeftFrozen:
 			fmt.Fprintf(w, "%s refuses astra's pushes (protected), so it keeps the ledger as of %s, frozen; astra no longer reads it there\n",
 				m.From, report.Short(m.Source))
 		}

@@ -130,6 +130,7 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.rollbackCmd(),
 		a.memoryCmd(),
 		a.initCmd(),
+		a.doctorCmd(),
 	)
 	return root
 }
@@ -231,10 +232,6 @@ func (a *app) now() time.Time {
 	}
 	return time.Now().UTC()
 }
-
-// clock is now under its older name, which ledger.go and migrate.go still
-// use; everything else calls now.
-func (a *app) clock() time.Time { return a.now() }
 
 func (a *app) inGitHubActions() bool { return a.getenv("GITHUB_ACTIONS") == "true" }
 

@@ -68,7 +68,7 @@ func TestScripts(t *testing.T) {
 					return fmt.Errorf("git %v: %v\n%s", argv, err, out)
 				}
 			}
-			return nil
+			return setupScriptEnv(env)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"savetree":    saveTree,
@@ -86,6 +86,7 @@ func TestScripts(t *testing.T) {
 			"killruns":    killRuns,
 			"closedport":  closedPort,
 			"signjwt":     signJWT,
+			"github":      scriptGitHubCmd,
 			"approverkey": approverKey,
 			"jwtissuer":   jwtIssuer,
 			"signtoken":   signToken,

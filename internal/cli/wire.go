@@ -125,6 +125,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 	if fc != nil {
 		opts.Notify = fc.CommentIssue
 	}
+	opts.Posture = a.postureInput(cfg, fc)
 	return runner.New(cfg, opts, exec, git, approvals), nil
 }
 

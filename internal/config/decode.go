@@ -123,14 +123,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, what string) {
 		d.decode(n, v.Elem(), what)
 		return
 	}
-	if v.CanAddr() && v.Addr().Type().Implements(unmarshalerType) &&
-		(v.Kind() != reflect.Struct || n.Kind == yaml.ScalarNode) {
-		if isNull(n) {
-			return
-		}
-		if err := v.Addr().Interface().(yaml.Unmarshaler).UnmarshalYAML(n); err != nil {
-			d.errorf(n, "", "%s: %v", what, err)
-		}
+	if d.unmarshal(n, v, what) {
 		return
 	}
 	switch v.Kind() {
@@ -141,24 +134,45 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, what string) {
 	case reflect.Slice:
 		d.decodeSlice(n, v, what)
 	case reflect.Interface:
-		if !d.weigh(n) {
-			return
-		}
-		var x any
-		if err := n.Decode(&x); err != nil {
-			d.errorf(n, "", "%s: %v", what, err)
-			return
-		}
-		x, err := jsonCompatible(x)
-		if err != nil {
-			d.errorf(n, "payloads must be JSON-compatible", "%s: %v", what, err)
-			return
-		}
-		if x != nil {
-			v.Set(reflect.ValueOf(x))
-		}
+		d.decodeAny(n, v, what)
 	default:
 		d.decodeScalar(n, v, what)
+	}
+}
+
+// unmarshal lets a type that decodes itself (a yaml.Unmarshaler) decode
+// n, a struct only from a scalar (its short form), and reports whether it
+// did.
+func (d *decoder) unmarshal(n *yaml.Node, v reflect.Value, what string) bool {
+	if !v.CanAddr() || !v.Addr().Type().Implements(unmarshalerType) || (v.Kind() == reflect.Struct && n.Kind != yaml.ScalarNode) {
+		return false
+	}
+	if isNull(n) {
+		return true
+	}
+	if err := v.Addr().Interface().(yaml.Unmarshaler).UnmarshalYAML(n); err != nil {
+		d.errorf(n, "", "%s: %v", what, err)
+	}
+	return true
+}
+
+// decodeAny decodes a payload: any YAML that is also JSON.
+func (d *decoder) decodeAny(n *yaml.Node, v reflect.Value, what string) {
+	if !d.weigh(n) {
+		return
+	}
+	var x any
+	if err := n.Decode(&x); err != nil {
+		d.errorf(n, "", "%s: %v", what, err)
+		return
+	}
+	x, err := jsonCompatible(x)
+	if err != nil {
+		d.errorf(n, "payloads must be JSON-compatible", "%s: %v", what, err)
+		return
+	}
+	if x != nil {
+		v.Set(reflect.ValueOf(x))
 	}
 }
 

@@ -25,6 +25,32 @@ const (
 	linkKinds
 )
 
+// placeSchedules puts the schedule file's bytes at schedules/s.yaml of
+// root the way link says (outside: a directory outside the repository).
+func placeSchedules(t *testing.T, root, outside string, sched []byte, link uint8) {
+	t.Helper()
+	file := filepath.Join(root, "schedules/s.yaml")
+	switch link {
+	case linkNone:
+		write(t, file, sched)
+	case linkOutside:
+		write(t, filepath.Join(outside, "s.yaml"), sched)
+		mkdir(t, filepath.Dir(file))
+		must(t, os.Symlink(filepath.Join(outside, "s.yaml"), file))
+	case linkDevZero:
+		mkdir(t, filepath.Dir(file))
+		must(t, os.Symlink("/dev/zero", file))
+	case linkDir:
+		write(t, filepath.Join(outside, "s.yaml"), sched)
+		must(t, os.Symlink(outside, filepath.Join(root, "schedules")))
+	case linkFIFO:
+		mkdir(t, filepath.Dir(file))
+		if err := mkfifo(file); err != nil {
+			t.Skip("no named pipes here")
+		}
+	}
+}
+
 // FuzzLoad feeds the whole loader a schedule file and a policies file.
 // Whatever they hold: Load never panics and never fails with an I/O error,
 // every error names its file, nothing outside the repository is read, and
@@ -36,26 +62,7 @@ func FuzzLoad(f *testing.F) {
 	f.Fuzz(func(t *testing.T, sched, pol []byte, link uint8) {
 		root, outside := t.TempDir(), t.TempDir()
 		write(t, filepath.Join(root, "policies/p.yaml"), pol)
-		file := filepath.Join(root, "schedules/s.yaml")
-		switch link % linkKinds {
-		case linkNone:
-			write(t, file, sched)
-		case linkOutside:
-			write(t, filepath.Join(outside, "s.yaml"), sched)
-			mkdir(t, filepath.Dir(file))
-			must(t, os.Symlink(filepath.Join(outside, "s.yaml"), file))
-		case linkDevZero:
-			mkdir(t, filepath.Dir(file))
-			must(t, os.Symlink("/dev/zero", file))
-		case linkDir:
-			write(t, filepath.Join(outside, "s.yaml"), sched)
-			must(t, os.Symlink(outside, filepath.Join(root, "schedules")))
-		case linkFIFO:
-			mkdir(t, filepath.Dir(file))
-			if err := mkfifo(file); err != nil {
-				t.Skip("no named pipes here")
-			}
-		}
+		placeSchedules(t, root, outside, sched, link%linkKinds)
 		cfg, diags, err := config.Load(root)
 		if err != nil {
 			t.Fatalf("Load failed instead of reporting: %v", err)

@@ -23,31 +23,38 @@ func (m *merger) addIdentity(rel string, doc *yaml.Node, p *model.Policies) {
 		}
 		return diag.Pos{File: rel}
 	}
-	keys := m.p.Meta.Keys
-	for _, section := range []string{"approvers", "roles"} {
-		roles := p.Roles
-		if section == "approvers" {
-			roles = p.Approvers
+	m.addRoles("approvers", p.Approvers, at)
+	m.addRoles("roles", p.Roles, at)
+	m.addPermissions(p.Permissions, at)
+	m.addIdentities(p.Identities, at)
+	m.addIssuers(p.Issuers)
+}
+
+// addRoles merges the roles of one section (roles, or approvers), checking
+// their members; at is where a section's entry is.
+func (m *merger) addRoles(section string, roles map[string][]string, at func(section, name string) diag.Pos) {
+	for _, role := range sortedKeys(roles) {
+		pos, who := at(section, role), roles[role]
+		if prev, ok := m.roleAt[role]; ok {
+			m.diags.Errorf(pos, "define each role once; approvers: is the older name of roles:", "role %q is already defined at %s", role, prev)
+			continue
 		}
-		for _, role := range sortedKeys(roles) {
-			pos, who := at(section, role), roles[role]
-			if prev, ok := m.roleAt[role]; ok {
-				m.diags.Errorf(pos, "define each role once; approvers: is the older name of roles:", "role %q is already defined at %s", role, prev)
-				continue
-			}
-			m.roleAt[role], keys["roles."+role] = pos, pos
-			m.p.Roles[role] = who
-			if len(who) == 0 {
-				m.diags.Errorf(pos, "list GitHub logins or @org/team slugs", "role %q lists nobody", role)
-			}
-			for _, w := range who {
-				if !loginRe.MatchString(w) {
-					m.diags.Errorf(pos, "use a GitHub login or @org/team", "%q in role %q is not a GitHub login or team", w, role)
-				}
+		m.roleAt[role], m.p.Meta.Keys["roles."+role] = pos, pos
+		m.p.Roles[role] = who
+		if len(who) == 0 {
+			m.diags.Errorf(pos, "list GitHub logins or @org/team slugs", "role %q lists nobody", role)
+		}
+		for _, w := range who {
+			if !loginRe.MatchString(w) {
+				m.diags.Errorf(pos, "use a GitHub login or @org/team", "%q in role %q is not a GitHub login or team", w, role)
 			}
 		}
 	}
-	for _, verb := range sortedKeys(p.Permissions) {
+}
+
+func (m *merger) addPermissions(perms map[string][]string, at func(section, name string) diag.Pos) {
+	keys := m.p.Meta.Keys
+	for _, verb := range sortedKeys(perms) {
 		pos, k := at("permissions", verb), "permissions."+verb
 		if prev, ok := keys[k]; ok {
 			m.diags.Errorf(pos, "list every role of a verb in one place", "permission %q is already defined at %s", verb, prev)
@@ -57,9 +64,15 @@ func (m *merger) addIdentity(rel string, doc *yaml.Node, p *model.Policies) {
 		if m.p.Permissions == nil {
 			m.p.Permissions = map[string][]string{}
 		}
-		m.p.Permissions[verb] = p.Permissions[verb]
+		m.p.Permissions[verb] = perms[verb]
 	}
-	for _, email := range sortedKeys(p.Identities) {
+}
+
+// addIdentities merges email → login mappings; emails compare without
+// case.
+func (m *merger) addIdentities(ids map[string]string, at func(section, name string) diag.Pos) {
+	keys := m.p.Meta.Keys
+	for _, email := range sortedKeys(ids) {
 		pos, k := at("identities", email), "identities."+strings.ToLower(email)
 		if prev, ok := keys[k]; ok {
 			m.diags.Errorf(pos, "map each email once", "identity %q is already mapped at %s", email, prev)
@@ -69,9 +82,13 @@ func (m *merger) addIdentity(rel string, doc *yaml.Node, p *model.Policies) {
 		if m.p.Identities == nil {
 			m.p.Identities = map[string]string{}
 		}
-		m.p.Identities[email] = p.Identities[email]
+		m.p.Identities[email] = ids[email]
 	}
-	for _, iss := range p.Issuers {
+}
+
+func (m *merger) addIssuers(issuers []*model.Issuer) {
+	keys := m.p.Meta.Keys
+	for _, iss := range issuers {
 		if iss == nil {
 			continue
 		}
@@ -98,6 +115,25 @@ func sortedKeys[V any](m map[string]V) []string {
 // actor may be used, once every policy file is merged.
 func validateIdentity(cfg *model.Config, diags *diag.List) {
 	p := &cfg.Policies
+	validatePermissions(p, diags)
+	validateIdentities(p, diags)
+	for _, iss := range p.Issuers {
+		validateIssuer(p, iss, diags)
+	}
+	for _, a := range p.Actors {
+		validateAllowedIn(a, diags)
+	}
+	for _, s := range cfg.Schedules {
+		if a := p.Actor(s.Actor); a != nil && !a.UsableIn(s.Meta.Pos.File) {
+			diags.Errorf(s.Meta.At("actor"), "move the schedule there, or use another actor",
+				"actor %s may only be used in %s; this schedule is in %s", s.Actor, strings.Join(a.AllowedIn, ", "), s.Meta.Pos.File)
+		}
+	}
+}
+
+// validatePermissions checks that each verb is known and names defined
+// roles.
+func validatePermissions(p *model.Policies, diags *diag.List) {
 	roles := sortedKeys(p.Roles)
 	for _, verb := range sortedKeys(p.Permissions) {
 		pos := p.Meta.At("permissions." + verb)
@@ -118,6 +154,11 @@ func validateIdentity(cfg *model.Config, diags *diag.List) {
 			}
 		}
 	}
+}
+
+// validateIdentities checks that each identity maps an email to one
+// GitHub login.
+func validateIdentities(p *model.Policies, diags *diag.List) {
 	for _, email := range sortedKeys(p.Identities) {
 		pos, login := p.Meta.At("identities."+strings.ToLower(email)), p.Identities[email]
 		if strings.Count(email, "@") != 1 || strings.ContainsAny(email, " \t") {
@@ -127,25 +168,19 @@ func validateIdentity(cfg *model.Config, diags *diag.List) {
 			diags.Errorf(pos, "map an email to one GitHub login, not a team", "%q is not a GitHub login", login)
 		}
 	}
-	for _, iss := range p.Issuers {
-		validateIssuer(p, iss, diags)
-	}
-	for _, a := range p.Actors {
-		for _, g := range a.AllowedIn {
-			first, _, _ := strings.Cut(g, "/")
-			matchesSchedules, _ := path.Match(first, SchedulesDir)
-			switch {
-			case !model.ValidGlob(g) || path.IsAbs(g) || path.Clean(g) != g:
-				diags.Errorf(a.Meta.At("allowed_in"), "write repository paths such as schedules/ops/**", "invalid allowed_in pattern %q", g)
-			case first != "**" && !matchesSchedules:
-				diags.Errorf(a.Meta.At("allowed_in"), "schedule files are under schedules/", "allowed_in pattern %q matches no schedule file", g)
-			}
-		}
-	}
-	for _, s := range cfg.Schedules {
-		if a := p.Actor(s.Actor); a != nil && !a.UsableIn(s.Meta.Pos.File) {
-			diags.Errorf(s.Meta.At("actor"), "move the schedule there, or use another actor",
-				"actor %s may only be used in %s; this schedule is in %s", s.Actor, strings.Join(a.AllowedIn, ", "), s.Meta.Pos.File)
+}
+
+// validateAllowedIn checks that an actor's allowed_in patterns are clean
+// repository paths that can match a schedule file.
+func validateAllowedIn(a *model.Actor, diags *diag.List) {
+	for _, g := range a.AllowedIn {
+		first, _, _ := strings.Cut(g, "/")
+		matchesSchedules, _ := path.Match(first, SchedulesDir)
+		switch {
+		case !model.ValidGlob(g) || path.IsAbs(g) || path.Clean(g) != g:
+			diags.Errorf(a.Meta.At("allowed_in"), "write repository paths such as schedules/ops/**", "invalid allowed_in pattern %q", g)
+		case first != "**" && !matchesSchedules:
+			diags.Errorf(a.Meta.At("allowed_in"), "schedule files are under schedules/", "allowed_in pattern %q matches no schedule file", g)
 		}
 	}
 }
@@ -154,12 +189,10 @@ func validateIdentity(cfg *model.Config, diags *diag.List) {
 // repository on GitHub, so a mapping must pin the repository owner.
 const githubIssuer = "https://token.actions.githubusercontent.com"
 
+// validateIssuer checks an OIDC issuer's URLs and audience, and each of
+// its mappings from callers to actors.
 func validateIssuer(p *model.Policies, iss *model.Issuer, diags *diag.List) {
 	m := iss.Meta
-	httpsURL := func(s string) bool {
-		u, err := url.Parse(s)
-		return err == nil && u.Scheme == "https" && u.Host != "" && u.RawQuery == "" && u.Fragment == ""
-	}
 	if !httpsURL(iss.Issuer) {
 		diags.Errorf(m.At("issuer"), "OIDC issuers are https URLs, written exactly as the iss claim", "issuer %q is not an https URL", iss.Issuer)
 	}
@@ -177,28 +210,41 @@ func validateIssuer(p *model.Policies, iss *model.Issuer, diags *diag.List) {
 			"issuer %q: max_lifetime %s is not between 1s and %s", iss.Issuer, iss.MaxLifetime.D(), model.MaxTokenLifetime)
 	}
 	for _, ca := range iss.Actors {
-		if ca == nil {
-			continue
+		if ca != nil {
+			validateClaimsActor(p, iss.Issuer, ca, diags)
 		}
-		switch {
-		case ca.Actor == "":
-			diags.Errorf(ca.Meta.Pos, "add `actor: <id>`", "issuer mapping has no actor")
-		case p.Actor(ca.Actor) == nil:
-			diags.Errorf(ca.Meta.At("actor"), "add it under actors:", "actor %q matches no actor in policies", ca.Actor)
+	}
+}
+
+// httpsURL reports whether s is an absolute https URL with no query or
+// fragment.
+func httpsURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme == "https" && u.Host != "" && u.RawQuery == "" && u.Fragment == ""
+}
+
+// validateClaimsActor checks one mapping of issuer's tokens to an actor:
+// the actor exists, the claims patterns are valid and, for GitHub's
+// issuer, pin the repository owner.
+func validateClaimsActor(p *model.Policies, issuer string, ca *model.ClaimsActor, diags *diag.List) {
+	switch {
+	case ca.Actor == "":
+		diags.Errorf(ca.Meta.Pos, "add `actor: <id>`", "issuer mapping has no actor")
+	case p.Actor(ca.Actor) == nil:
+		diags.Errorf(ca.Meta.At("actor"), "add it under actors:", "actor %q matches no actor in policies", ca.Actor)
+	}
+	if len(ca.Claims) == 0 {
+		diags.Errorf(ca.Meta.Pos, "add claims: {sub: ...}", "a mapping without claims would accept every token of %s", issuer)
+		return
+	}
+	for _, c := range sortedKeys(ca.Claims) {
+		if !model.ValidGlob(ca.Claims[c]) {
+			diags.Errorf(ca.Meta.At("claims"), "", "invalid pattern %q for claim %s", ca.Claims[c], c)
 		}
-		if len(ca.Claims) == 0 {
-			diags.Errorf(ca.Meta.Pos, "add claims: {sub: ...}", "a mapping without claims would accept every token of %s", iss.Issuer)
-			continue
-		}
-		for _, c := range sortedKeys(ca.Claims) {
-			if !model.ValidGlob(ca.Claims[c]) {
-				diags.Errorf(ca.Meta.At("claims"), "", "invalid pattern %q for claim %s", ca.Claims[c], c)
-			}
-		}
-		if strings.HasPrefix(iss.Issuer, githubIssuer) && !pinsOwner(ca.Claims) {
-			diags.Errorf(ca.Meta.At("claims"), "add e.g. repository: my-org/* or repository_owner: my-org",
-				"GitHub signs tokens for every repository: this mapping must name the repository owner")
-		}
+	}
+	if strings.HasPrefix(issuer, githubIssuer) && !pinsOwner(ca.Claims) {
+		diags.Errorf(ca.Meta.At("claims"), "add e.g. repository: my-org/* or repository_owner: my-org",
+			"GitHub signs tokens for every repository: this mapping must name the repository owner")
 	}
 }
 

@@ -65,7 +65,29 @@ func resolveBudget(b *model.GlobalBudget) {
 	}
 }
 
+// resolveSchedule fills in one schedule's defaults and derived fields.
+// The zone comes before the trigger (cron reads its fields in it) and the
+// tier before the per-day budget and autonomy (both depend on it).
 func resolveSchedule(s *model.Schedule, p *model.Policies, diags *diag.List) {
+	resolveScheduleDefaults(s)
+	resolveZone(s, diags)
+	resolveTrigger(s, diags)
+	resolveTier(s, p.Tools[s.TargetTool])
+	resolveAutonomy(s, p.Actor(s.Actor))
+	resolveRunBudget(&s.Budget)
+	resolveRetry(&s.Retry)
+	resolveCatchup(&s.Catchup)
+	if s.ResultRoute.Type == "" {
+		s.ResultRoute.Type = model.RouteSilent
+	}
+	if !s.Meta.Has("approval_ttl") {
+		s.ApprovalTTL = model.Duration(model.DefaultApprovalTTL)
+	}
+}
+
+// resolveScheduleDefaults derives the id and type and defaults what
+// needs nothing else.
+func resolveScheduleDefaults(s *model.Schedule) {
 	m := s.Meta
 	if s.ID == "" && s.Name != "" {
 		s.ID = model.DeriveID(s.Tenant, s.Name)
@@ -82,19 +104,26 @@ func resolveSchedule(s *model.Schedule, p *model.Policies, diags *diag.List) {
 	if s.Actor == "" {
 		s.Actor = model.DefaultActor
 	}
+}
 
+// resolveZone loads the schedule's time zone (UTC by default, and when
+// the name is unknown, which is reported).
+func resolveZone(s *model.Schedule, diags *diag.List) {
 	if s.Timezone == "" {
 		s.Timezone = "UTC"
 	}
 	loc, err := time.LoadLocation(s.Timezone)
 	if err != nil {
-		diags.Errorf(m.At("timezone"), "use an IANA zone name such as Europe/Berlin or America/New_York", "unknown time zone %q", s.Timezone)
+		diags.Errorf(s.Meta.At("timezone"), "use an IANA zone name such as Europe/Berlin or America/New_York", "unknown time zone %q", s.Timezone)
 		loc = time.UTC
 	}
 	s.Loc = loc
-	resolveTrigger(s, diags)
+}
 
-	tool := p.Tools[s.TargetTool]
+// resolveTier defaults the safety tier to the tool's (nil: unknown) and
+// a tier-1 schedule's per-day budget.
+func resolveTier(s *model.Schedule, tool *model.Tool) {
+	m := s.Meta
 	if !m.Has("safety_tier") {
 		s.SafetyTier = model.TierExternal // fail closed when the tool is unknown
 		if tool != nil {
@@ -104,17 +133,21 @@ func resolveSchedule(s *model.Schedule, p *model.Policies, diags *diag.List) {
 	if !m.Has("per_day_budget") && s.SafetyTier == model.TierLocalWrite {
 		s.PerDayBudget = model.DefaultPerDayBudget
 	}
+}
 
-	// The strictest of the schedule's own level and the actor's default wins.
+// resolveAutonomy makes the strictest of the schedule's own level and the
+// actor's default win (nil: no actor matches, L0).
+func resolveAutonomy(s *model.Schedule, actor *model.Actor) {
 	actorLevel := model.L0Ask
-	if a := p.Actor(s.Actor); a != nil {
-		actorLevel = a.Autonomy
+	if actor != nil {
+		actorLevel = actor.Autonomy
 	}
-	if !m.Has("autonomy") || s.Autonomy > actorLevel {
+	if !s.Meta.Has("autonomy") || s.Autonomy > actorLevel {
 		s.Autonomy = actorLevel
 	}
+}
 
-	b := &s.Budget
+func resolveRunBudget(b *model.TaskBudget) {
 	if !b.Meta.Has("max_tokens") {
 		b.MaxTokens = model.DefaultMaxTokens
 	}
@@ -127,7 +160,9 @@ func resolveSchedule(s *model.Schedule, p *model.Policies, diags *diag.List) {
 	if !b.Meta.Has("max_tool_calls") {
 		b.MaxToolCalls = model.DefaultMaxToolCalls
 	}
-	r := &s.Retry
+}
+
+func resolveRetry(r *model.Retry) {
 	if !r.Meta.Has("max_attempts") {
 		r.MaxAttempts = model.DefaultRetryAttempts
 	}
@@ -137,7 +172,11 @@ func resolveSchedule(s *model.Schedule, p *model.Policies, diags *diag.List) {
 	if !r.Meta.Has("backoff_max") {
 		r.BackoffMax = model.Duration(model.DefaultBackoffMax)
 	}
-	c := &s.Catchup
+}
+
+// resolveCatchup defaults the policy, then the window (shorter for skip)
+// and the bound on slots.
+func resolveCatchup(c *model.Catchup) {
 	if c.Policy == "" {
 		c.Policy = model.CatchupLatest
 	}
@@ -149,12 +188,6 @@ func resolveSchedule(s *model.Schedule, p *model.Policies, diags *diag.List) {
 	}
 	if !c.Meta.Has("max") {
 		c.Max = model.DefaultCatchupMax
-	}
-	if s.ResultRoute.Type == "" {
-		s.ResultRoute.Type = model.RouteSilent
-	}
-	if !m.Has("approval_ttl") {
-		s.ApprovalTTL = model.Duration(model.DefaultApprovalTTL)
 	}
 }
 

@@ -53,8 +53,28 @@ func validate(root string, cfg *model.Config, policies bool, diags *diag.List) {
 	validateChains(cfg, diags)
 }
 
+// validateSchedule checks one schedule, concern by concern, in the order
+// its problems are reported.
 func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags *diag.List) {
-	p := &cfg.Policies
+	validateScheduleNaming(s, diags)
+	validateScheduleTrigger(s, diags)
+	validateSchedulePriority(s, diags)
+	validateDailyBudget(s, diags)
+	tool := validateTargetTool(&cfg.Policies, s, policies, diags)
+	validateActor(&cfg.Policies, s, tool, policies, diags)
+	validateCatchup(s.Catchup, diags)
+	validateRunBudget(s.Budget, diags)
+	validateRetry(s.Retry, diags)
+	validateRecall(s.Recall, diags)
+	if s.ApprovalTTL.D() <= 0 {
+		diags.Errorf(s.Meta.At("approval_ttl"), "", "approval_ttl must be positive")
+	}
+	validateLabels(s.RunsOn, s.Meta, diags)
+	validateRoute(cfg, s, diags)
+}
+
+// validateScheduleNaming checks that a schedule is named and its id usable.
+func validateScheduleNaming(s *model.Schedule, diags *diag.List) {
 	m := s.Meta
 	if s.Name == "" {
 		diags.Errorf(m.Pos, "add `name: <something>`", "schedule has no name")
@@ -62,12 +82,26 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags
 	if s.ID != "" && !idRe.MatchString(s.ID) {
 		diags.Errorf(m.At("id"), "use letters, digits, _ . - (at most 64)", "schedule id %q is not a valid id", s.ID)
 	}
+}
+
+// validateScheduleTrigger checks that a schedule has a trigger, that its
+// event name is usable and that it fires no more often than CI can start
+// runs. resolveTrigger already reported what does not parse.
+func validateScheduleTrigger(s *model.Schedule, diags *diag.List) {
+	m := s.Meta
 	if s.Spec == nil && s.OnEvent == "" && !s.RunImmediately && !m.Has("cron") && !m.Has("frequency") && !m.Has("interval") {
 		diags.Errorf(m.Pos, "add cron, frequency, interval, on_event or run_immediately", "schedule %q has no trigger", s.Name)
 	}
 	if s.OnEvent != "" && !eventRe.MatchString(s.OnEvent) {
 		diags.Errorf(m.At("on_event"), "use letters, digits and _ . : / -", "invalid event name %q", s.OnEvent)
 	}
+	validateMinInterval(s, diags)
+}
+
+// validateMinInterval refuses an interval or @every finer than
+// model.MinInterval.
+func validateMinInterval(s *model.Schedule, diags *diag.List) {
+	m := s.Meta
 	if m.Has("interval") && s.Interval.D() <= 0 {
 		diags.Errorf(m.At("interval"), "", "interval must be positive")
 	} else if m.Has("interval") && s.Interval.D() < model.MinInterval {
@@ -78,19 +112,34 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags
 			diags.Errorf(m.At("cron"), minIntervalHint, "@every %s is below the minimum interval of %s", short(d), short(model.MinInterval))
 		}
 	}
+}
+
+func validateSchedulePriority(s *model.Schedule, diags *diag.List) {
 	if s.Priority < 0 || s.Priority > 9 {
-		diags.Errorf(m.At("priority"), "9 runs first, 0 last", "priority %d is out of range 0-9", s.Priority)
+		diags.Errorf(s.Meta.At("priority"), "9 runs first, 0 last", "priority %d is out of range 0-9", s.Priority)
 	}
+}
+
+// validateDailyBudget checks per_day_budget against the schedule's tier:
+// tier 1 needs one, tier 0 ignores it.
+func validateDailyBudget(s *model.Schedule, diags *diag.List) {
+	at := s.Meta.At("per_day_budget")
 	if s.PerDayBudget < 0 {
-		diags.Errorf(m.At("per_day_budget"), "", "per_day_budget must not be negative")
+		diags.Errorf(at, "", "per_day_budget must not be negative")
 	}
 	if s.SafetyTier == model.TierLocalWrite && s.PerDayBudget == 0 {
-		diags.Errorf(m.At("per_day_budget"), "omit it for the default of 4", "a tier-1 schedule needs a per_day_budget of at least 1")
+		diags.Errorf(at, "omit it for the default of 4", "a tier-1 schedule needs a per_day_budget of at least 1")
 	}
 	if s.SafetyTier == model.TierReadOnly && s.PerDayBudget > 0 {
-		diags.Warnf(m.At("per_day_budget"), "remove it", "per_day_budget has no effect on tier 0 (read-only runs are never budget-limited)")
+		diags.Warnf(at, "remove it", "per_day_budget has no effect on tier 0 (read-only runs are never budget-limited)")
 	}
+}
 
+// validateTargetTool checks the schedule's target_tool and that the
+// schedule is no laxer than it, and returns the tool (nil when unknown).
+// Without policies an unknown tool is not reported.
+func validateTargetTool(p *model.Policies, s *model.Schedule, policies bool, diags *diag.List) *model.Tool {
+	m := s.Meta
 	tool := p.Tools[s.TargetTool]
 	switch {
 	case s.TargetTool == "":
@@ -103,21 +152,34 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags
 		diags.Errorf(m.At("safety_tier"), "a schedule may only be stricter than its tool",
 			"safety_tier %d (%s) is below tool %q's tier %d (%s)", s.SafetyTier, s.SafetyTier, tool.Name, tool.Tier, tool.Tier)
 	}
+	return tool
+}
 
+// validateActor checks that the schedule's actor exists and may use the
+// tool (nil: unknown, already reported), and that someone may approve
+// what the two can need approved. Without policies an unknown actor is
+// not reported.
+func validateActor(p *model.Policies, s *model.Schedule, tool *model.Tool, policies bool, diags *diag.List) {
+	m := s.Meta
 	actor := p.Actor(s.Actor)
 	if actor == nil {
 		if policies {
 			diags.Errorf(m.At("actor"), "add it (or a matching pattern) under actors: in policies/", "actor %q matches no actor in policies", s.Actor)
 		}
-	} else if tool != nil {
-		if miss := model.Missing(actor.Scopes, tool.Capabilities); len(miss) > 0 {
-			diags.Errorf(m.At("actor"), fmt.Sprintf("grant them in the scopes of actor %q, or use another actor", actor.Pattern),
-				"actor %q lacks scope for tool %q capabilities %s", s.Actor, tool.Name, strings.Join(miss, ", "))
-		}
-		validateApprovers(p, s, tool, diags) // after the actor: its autonomy counts
+		return
 	}
+	if tool == nil {
+		return
+	}
+	if miss := model.Missing(actor.Scopes, tool.Capabilities); len(miss) > 0 {
+		diags.Errorf(m.At("actor"), fmt.Sprintf("grant them in the scopes of actor %q, or use another actor", actor.Pattern),
+			"actor %q lacks scope for tool %q capabilities %s", s.Actor, tool.Name, strings.Join(miss, ", "))
+	}
+	validateApprovers(p, s, tool, diags) // after the actor: its autonomy counts
+}
 
-	c := s.Catchup
+// validateCatchup checks the catch-up policy and its bounds.
+func validateCatchup(c model.Catchup, diags *diag.List) {
 	if !slices.Contains([]string{model.CatchupLatest, model.CatchupAll, model.CatchupSkip}, c.Policy) {
 		diags.Errorf(c.Meta.At("policy"), "use latest, all or skip", "unknown catch-up policy %q", c.Policy)
 	}
@@ -132,28 +194,31 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags
 	} else if c.Max > model.MaxCatchupMax {
 		diags.Errorf(c.Meta.At("max"), limitHint, "catchup.max %d is above its limit of %d slots per run", c.Max, model.MaxCatchupMax)
 	}
-	b := s.Budget
+}
+
+// validateRunBudget checks the limits of one run.
+func validateRunBudget(b model.TaskBudget, diags *diag.List) {
 	if b.MaxTokens < 0 || b.MaxCost < 0 || b.MaxToolCalls < 0 {
 		diags.Errorf(b.Meta.Pos, "", "budget limits must not be negative")
 	}
 	if b.MaxWallClock.D() <= 0 {
 		diags.Errorf(b.Meta.At("max_wall_clock"), "", "max_wall_clock must be positive")
 	}
-	r := s.Retry
+}
+
+func validateRetry(r model.Retry, diags *diag.List) {
 	if r.MaxAttempts < 1 {
 		diags.Errorf(r.Meta.At("max_attempts"), "1 means no retry", "retry.max_attempts must be at least 1")
 	}
 	if r.BackoffMax < r.BackoffBase {
 		diags.Errorf(r.Meta.At("backoff_max"), "", "retry.backoff_max is below backoff_base")
 	}
-	if rc := s.Recall; rc != nil && (rc.MaxTokens < 0 || rc.MaxEntries < 0) {
+}
+
+func validateRecall(rc *model.Recall, diags *diag.List) {
+	if rc != nil && (rc.MaxTokens < 0 || rc.MaxEntries < 0) {
 		diags.Errorf(rc.Meta.Pos, "0 takes the task type's default", "recall budgets must not be negative")
 	}
-	if s.ApprovalTTL.D() <= 0 {
-		diags.Errorf(m.At("approval_ttl"), "", "approval_ttl must be positive")
-	}
-	validateLabels(s.RunsOn, m, diags)
-	validateRoute(cfg, s, diags)
 }
 
 // validateLabels checks runner labels (runs_on): plain names that a
@@ -170,26 +235,17 @@ func validateLabels(labels model.Labels, m model.Meta, diags *diag.List) {
 	}
 }
 
+// validateRoute checks the result route's type, the options of its type,
+// and that it sets no option of another type.
 func validateRoute(cfg *model.Config, s *model.Schedule, diags *diag.List) {
 	r := s.ResultRoute
 	at := s.Meta.At("result_route")
 	switch r.Type {
 	case model.RouteSilent, model.RouteMemoryUpdate:
 	case model.RouteNotify:
-		if r.Webhook != "" {
-			if u, err := url.Parse(r.Webhook); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-				diags.Errorf(r.Meta.At("webhook"), "use an absolute http(s) URL", "invalid webhook URL %q", r.Webhook)
-			}
-		}
-		if r.Issue < 0 {
-			diags.Errorf(r.Meta.At("issue"), "", "issue number must be positive")
-		}
+		validateNotifyRoute(r, diags)
 	case model.RouteChainNext:
-		if r.Schedule == "" {
-			diags.Errorf(at, "add `schedule: <id or name>`", "chain_next needs the schedule to run next")
-		} else if cfg.Schedule(r.Schedule) == nil {
-			diags.Errorf(r.Meta.At("schedule"), suggest(r.Schedule, scheduleRefs(cfg), "schedules"), "chain_next target %q is not a schedule", r.Schedule)
-		}
+		validateChainRoute(cfg, r, at, diags)
 	default:
 		diags.Errorf(r.Meta.At("type"), "use silent, notify, memory_update or chain_next", "unknown result route %q", r.Type)
 		return
@@ -199,6 +255,27 @@ func validateRoute(cfg *model.Config, s *model.Schedule, diags *diag.List) {
 	}
 	if r.Type != model.RouteNotify && (r.Issue != 0 || r.Webhook != "") {
 		diags.Errorf(at, "", "issue and webhook only apply to notify")
+	}
+}
+
+func validateNotifyRoute(r model.ResultRoute, diags *diag.List) {
+	if r.Webhook != "" {
+		if u, err := url.Parse(r.Webhook); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			diags.Errorf(r.Meta.At("webhook"), "use an absolute http(s) URL", "invalid webhook URL %q", r.Webhook)
+		}
+	}
+	if r.Issue < 0 {
+		diags.Errorf(r.Meta.At("issue"), "", "issue number must be positive")
+	}
+}
+
+// validateChainRoute checks that chain_next names a schedule (at: the
+// route, for when it names none). Cycles and depth are validateChains'.
+func validateChainRoute(cfg *model.Config, r model.ResultRoute, at diag.Pos, diags *diag.List) {
+	if r.Schedule == "" {
+		diags.Errorf(at, "add `schedule: <id or name>`", "chain_next needs the schedule to run next")
+	} else if cfg.Schedule(r.Schedule) == nil {
+		diags.Errorf(r.Meta.At("schedule"), suggest(r.Schedule, scheduleRefs(cfg), "schedules"), "chain_next target %q is not a schedule", r.Schedule)
 	}
 }
 
@@ -232,66 +309,97 @@ func validateChains(cfg *model.Config, diags *diag.List) {
 func validateTools(root string, p *model.Policies, diags *diag.List) {
 	builtins := model.BuiltinTools()
 	for _, name := range toolNames(p) {
-		t := p.Tools[name]
-		m := t.Meta
-		if !capabilityRe.MatchString(name) && !idRe.MatchString(name) {
-			diags.Errorf(m.Pos, "use letters, digits, _ . -", "invalid tool name %q", name)
+		validateTool(root, name, p.Tools[name], builtins, diags)
+	}
+}
+
+// validateTool checks one tool of the catalog, concern by concern, in the
+// order its problems are reported.
+func validateTool(root, name string, t *model.Tool, builtins map[string]*model.Tool, diags *diag.List) {
+	m := t.Meta
+	if !capabilityRe.MatchString(name) && !idRe.MatchString(name) {
+		diags.Errorf(m.Pos, "use letters, digits, _ . -", "invalid tool name %q", name)
+	}
+	validateToolKind(root, name, t, builtins, diags)
+	if t.Kind != model.KindBuiltin && !m.Has("tier") {
+		diags.Errorf(m.Pos, "add tier: 0 (read_only), 1 (local_write) or 2 (external)", "tool %q has no tier", name)
+	}
+	for _, c := range t.Capabilities {
+		if !capabilityRe.MatchString(c) {
+			diags.Errorf(m.At("capabilities"), "use dot-notation such as github.issues.create", "invalid capability %q", c)
 		}
-		switch t.Kind {
-		case model.KindExec:
-			if len(t.Command) == 0 || t.Command[0] == "" {
-				diags.Errorf(m.At("command"), "write the argv as a list, e.g. [./scripts/deploy.sh, --prod]", "exec tool %q has no command", name)
-			} else {
-				validateRepoCommand(root, t.Command[0], m.At("command"), diags)
-			}
-			if len(t.Command) == 1 && strings.ContainsAny(t.Command[0], " |;&$") {
-				diags.Errorf(m.At("command"), "split it into a list of arguments; astra never runs a shell", "command %q looks like a shell string", t.Command[0])
-			}
-		case model.KindHTTP:
-			if u, err := url.Parse(t.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-				diags.Errorf(m.At("url"), "use an absolute http(s) URL", "http tool %q has invalid url %q", name, t.URL)
-			}
-		case model.KindBuiltin:
-			if builtins[name] == nil {
-				diags.Errorf(m.Pos, "builtin tools are tasks_list, tasks_by_trace, tasks_last_failed and budget", "%q is not a builtin tool", name)
-			}
-		case model.KindGitHub:
-			if !slices.Contains([]string{"issue_comment", "create_issue", "repository_dispatch"}, t.Action) {
-				diags.Errorf(m.At("action"), "use issue_comment, create_issue or repository_dispatch", "github tool %q has unknown action %q", name, t.Action)
-			}
-		case "":
-			diags.Errorf(m.Pos, "add kind: exec, http, builtin or github", "tool %q has no kind", name)
-		default:
-			diags.Errorf(m.At("kind"), "use exec, http, builtin or github", "tool %q has unknown kind %q", name, t.Kind)
+	}
+	validateRollback(root, t, diags)
+	validateExecOnly(t, diags)
+	for _, g := range t.Writes {
+		if msg := checkWrites(g); msg != "" {
+			diags.Errorf(m.At("writes"), "declare paths inside the repository that astra does not manage, such as reports/**", "writes pattern %q %s", g, msg)
 		}
-		if t.Kind != model.KindBuiltin && !m.Has("tier") {
-			diags.Errorf(m.Pos, "add tier: 0 (read_only), 1 (local_write) or 2 (external)", "tool %q has no tier", name)
+	}
+	if t.Kind != model.KindHTTP && (t.URL != "" || t.SignatureSecretEnv != "" || len(t.Headers) > 0) {
+		diags.Errorf(m.At("url"), "", "url, headers and signature_secret_env only apply to http tools")
+	}
+	validateLabels(t.RunsOn, m, diags)
+}
+
+// validateToolKind checks a tool's kind and what that kind requires.
+func validateToolKind(root, name string, t *model.Tool, builtins map[string]*model.Tool, diags *diag.List) {
+	m := t.Meta
+	switch t.Kind {
+	case model.KindExec:
+		validateExecCommand(root, name, t.Command, m, diags)
+	case model.KindHTTP:
+		if u, err := url.Parse(t.URL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			diags.Errorf(m.At("url"), "use an absolute http(s) URL", "http tool %q has invalid url %q", name, t.URL)
 		}
-		for _, c := range t.Capabilities {
-			if !capabilityRe.MatchString(c) {
-				diags.Errorf(m.At("capabilities"), "use dot-notation such as github.issues.create", "invalid capability %q", c)
-			}
+	case model.KindBuiltin:
+		if builtins[name] == nil {
+			diags.Errorf(m.Pos, "builtin tools are tasks_list, tasks_by_trace, tasks_last_failed and budget", "%q is not a builtin tool", name)
 		}
-		if m.Has("rollback") && len(t.Rollback) == 0 {
-			diags.Errorf(m.At("rollback"), "", "rollback must be a non-empty argv list")
-		} else if len(t.Rollback) > 0 {
-			validateRepoCommand(root, t.Rollback[0], m.At("rollback"), diags)
+	case model.KindGitHub:
+		if !slices.Contains([]string{"issue_comment", "create_issue", "repository_dispatch"}, t.Action) {
+			diags.Errorf(m.At("action"), "use issue_comment, create_issue or repository_dispatch", "github tool %q has unknown action %q", name, t.Action)
 		}
-		if t.Kind != model.KindExec && (len(t.Command) > 0 || len(t.Env) > 0) {
-			diags.Errorf(m.At("command"), "", "command and env only apply to exec tools")
-		}
-		if t.Kind != model.KindExec && len(t.Writes) > 0 {
-			diags.Errorf(m.At("writes"), "", "writes only applies to exec tools")
-		}
-		for _, g := range t.Writes {
-			if msg := checkWrites(g); msg != "" {
-				diags.Errorf(m.At("writes"), "declare paths inside the repository that astra does not manage, such as reports/**", "writes pattern %q %s", g, msg)
-			}
-		}
-		if t.Kind != model.KindHTTP && (t.URL != "" || t.SignatureSecretEnv != "" || len(t.Headers) > 0) {
-			diags.Errorf(m.At("url"), "", "url, headers and signature_secret_env only apply to http tools")
-		}
-		validateLabels(t.RunsOn, m, diags)
+	case "":
+		diags.Errorf(m.Pos, "add kind: exec, http, builtin or github", "tool %q has no kind", name)
+	default:
+		diags.Errorf(m.At("kind"), "use exec, http, builtin or github", "tool %q has unknown kind %q", name, t.Kind)
+	}
+}
+
+// validateExecCommand checks an exec tool's argv: present, a real file
+// when it is a repository path, and not a shell string.
+func validateExecCommand(root, name string, argv []string, m model.Meta, diags *diag.List) {
+	if len(argv) == 0 || argv[0] == "" {
+		diags.Errorf(m.At("command"), "write the argv as a list, e.g. [./scripts/deploy.sh, --prod]", "exec tool %q has no command", name)
+	} else {
+		validateRepoCommand(root, argv[0], m.At("command"), diags)
+	}
+	if len(argv) == 1 && strings.ContainsAny(argv[0], " |;&$") {
+		diags.Errorf(m.At("command"), "split it into a list of arguments; astra never runs a shell", "command %q looks like a shell string", argv[0])
+	}
+}
+
+func validateRollback(root string, t *model.Tool, diags *diag.List) {
+	m := t.Meta
+	if m.Has("rollback") && len(t.Rollback) == 0 {
+		diags.Errorf(m.At("rollback"), "", "rollback must be a non-empty argv list")
+	} else if len(t.Rollback) > 0 {
+		validateRepoCommand(root, t.Rollback[0], m.At("rollback"), diags)
+	}
+}
+
+// validateExecOnly rejects the fields only an exec tool has on a tool of
+// another kind.
+func validateExecOnly(t *model.Tool, diags *diag.List) {
+	if t.Kind == model.KindExec {
+		return
+	}
+	if len(t.Command) > 0 || len(t.Env) > 0 {
+		diags.Errorf(t.Meta.At("command"), "", "command and env only apply to exec tools")
+	}
+	if len(t.Writes) > 0 {
+		diags.Errorf(t.Meta.At("writes"), "", "writes only applies to exec tools")
 	}
 }
 
@@ -355,36 +463,53 @@ func validatePolicies(cfg *model.Config, diags *diag.List) {
 		tenants[s.Tenant] = true
 	}
 	for _, tp := range p.TaskPolicies {
-		m := tp.Meta
-		if tp.TaskType == "" {
-			diags.Errorf(m.Pos, "task_type is the tool name the policy governs", "task policy has no task_type")
-		} else if p.Tools[tp.TaskType] == nil {
-			diags.Warnf(m.At("task_type"), suggest(tp.TaskType, toolNames(p), "tools"), "task policy for %q matches no tool", tp.TaskType)
-		}
-		if tp.Tenant != "" && !tenants[tp.Tenant] {
-			diags.Warnf(m.At("tenant"), "", "no schedule belongs to tenant %q", tp.Tenant)
-		}
-		if _, ok := p.Roles[tp.ApproverRole]; tp.ApproverRole != "" && !ok {
-			diags.Errorf(m.At("approver_role"), "define it under roles:", "approver role %q is not defined", tp.ApproverRole)
-		}
+		validateTaskPolicy(p, tp, tenants, diags)
 	}
 	for _, a := range p.Actors {
-		m := a.Meta
-		if a.Pattern == "" {
-			diags.Errorf(m.Pos, "add `actor: <id or pattern>`", "actor entry has no actor id")
-		} else if _, err := path.Match(a.Pattern, ""); err != nil {
-			diags.Errorf(m.At("actor"), "", "invalid actor pattern %q: %v", a.Pattern, err)
-		}
-		for _, s := range a.Scopes {
-			if !scopeRe.MatchString(s) {
-				diags.Errorf(m.At("scopes"), "use exact capabilities, prefix.* or *", "invalid scope %q", s)
-			}
-		}
-		if a.RateLimit.PerMinute < 0 || a.RateLimit.PerHour < 0 {
-			diags.Errorf(a.RateLimit.Meta.Pos, "0 means no limit", "rate limits must not be negative")
+		validateActorEntry(a, diags)
+	}
+	validateGlobalBudget(p.Budget, diags)
+}
+
+// validateTaskPolicy checks what a task policy refers to: its tool, its
+// tenant (tenants are the schedules' tenants) and its approver role.
+func validateTaskPolicy(p *model.Policies, tp *model.TaskPolicy, tenants map[string]bool, diags *diag.List) {
+	m := tp.Meta
+	if tp.TaskType == "" {
+		diags.Errorf(m.Pos, "task_type is the tool name the policy governs", "task policy has no task_type")
+	} else if p.Tools[tp.TaskType] == nil {
+		diags.Warnf(m.At("task_type"), suggest(tp.TaskType, toolNames(p), "tools"), "task policy for %q matches no tool", tp.TaskType)
+	}
+	if tp.Tenant != "" && !tenants[tp.Tenant] {
+		diags.Warnf(m.At("tenant"), "", "no schedule belongs to tenant %q", tp.Tenant)
+	}
+	if _, ok := p.Roles[tp.ApproverRole]; tp.ApproverRole != "" && !ok {
+		diags.Errorf(m.At("approver_role"), "define it under roles:", "approver role %q is not defined", tp.ApproverRole)
+	}
+}
+
+// validateActorEntry checks one entry of actors: its pattern, scopes and
+// rate limits.
+func validateActorEntry(a *model.Actor, diags *diag.List) {
+	m := a.Meta
+	if a.Pattern == "" {
+		diags.Errorf(m.Pos, "add `actor: <id or pattern>`", "actor entry has no actor id")
+	} else if _, err := path.Match(a.Pattern, ""); err != nil {
+		diags.Errorf(m.At("actor"), "", "invalid actor pattern %q: %v", a.Pattern, err)
+	}
+	for _, s := range a.Scopes {
+		if !scopeRe.MatchString(s) {
+			diags.Errorf(m.At("scopes"), "use exact capabilities, prefix.* or *", "invalid scope %q", s)
 		}
 	}
-	b := p.Budget
+	if a.RateLimit.PerMinute < 0 || a.RateLimit.PerHour < 0 {
+		diags.Errorf(a.RateLimit.Meta.Pos, "0 means no limit", "rate limits must not be negative")
+	}
+}
+
+// validateGlobalBudget checks the repository-wide spending limits and
+// what happens when they are reached.
+func validateGlobalBudget(b model.GlobalBudget, diags *diag.List) {
 	if b.DailyLimit < 0 || b.MonthlyLimit < 0 {
 		diags.Errorf(b.Meta.Pos, "", "budget limits must not be negative")
 	}

@@ -319,15 +319,10 @@ func (s *Spec) Count(after, until time.Time) int {
 		if s.f.month&(1<<day.Month()) == 0 || !s.f.dayMatches(day) {
 			continue
 		}
-		// A day whose wall times all occur once, in one zone period (none
-		// also occurs in the period before or after it), fires at each of
-		// its wall times; unless a slot of the day before was moved onto
-		// its first instant (a gap's end), it counts whole when in range.
 		z.around(s, day)
-		lo, hi := day.Add(-z.off), day.Add(24*time.Hour-z.off)
-		if (z.start.IsZero() || !z.start.After(day.Add(-max(z.off, z.before)))) &&
-			(z.stop.IsZero() || !z.stop.Before(day.Add(24*time.Hour-min(z.off, z.after)))) &&
-			lo.After(last) && lo.After(after) && !hi.After(until) {
+		if lo, hi := day.Add(-z.off), day.Add(24*time.Hour-z.off); z.whole(day) && lo.After(last) && lo.After(after) && !hi.After(until) {
+			// Unless a slot of the day before was moved onto its first
+			// instant (a gap's end), a whole day counts whole in range.
 			n += perDay
 			continue
 		}
@@ -348,6 +343,14 @@ type zonePeriod struct {
 	off, before, after time.Duration // in the period, before its start, from its stop
 	start, stop        time.Time     // zero: unbounded
 	ok                 bool
+}
+
+// whole reports whether every wall time of day (a civil date in z) occurs
+// once, in z (none also occurs in the period before or after it): then the
+// day fires at each of its wall times.
+func (z *zonePeriod) whole(day time.Time) bool {
+	return (z.start.IsZero() || !z.start.After(day.Add(-max(z.off, z.before)))) &&
+		(z.stop.IsZero() || !z.stop.Before(day.Add(24*time.Hour-min(z.off, z.after))))
 }
 
 // around makes z the zone period holding noon of day (a civil date).

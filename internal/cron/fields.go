@@ -104,26 +104,9 @@ func parseRange(r string, b bounds) (uint64, *fieldError) {
 		return fail(`"?" is not cron syntax: use *`)
 	case span == "*":
 	default:
-		first, last, isRange := strings.Cut(span, "-")
-		var err error
-		if lo, err = b.number(first); err != nil {
-			return fail("%v", err)
-		}
-		hi = lo
-		if isRange {
-			if hi, err = b.number(last); err != nil {
-				return fail("%v", err)
-			}
-			// cronie reads a day-of-week range ending in Sunday (5-0,
-			// fri-sun) as ending in 7.
-			if b.hi == 7 && hi == 0 && lo > 0 && !hasStep {
-				hi = 7
-			}
-			if lo > hi {
-				return fail("range %s runs backwards: the first number must not exceed the second", span)
-			}
-		} else if hasStep {
-			return fail("a step needs * or a range: write %s-%d/%s or */%s", first, b.hi, stepText, stepText)
+		var ferr *fieldError
+		if lo, hi, ferr = parseSpan(span, stepText, hasStep, b); ferr != nil {
+			return 0, ferr
 		}
 	}
 	step := 1
@@ -139,6 +122,37 @@ func parseRange(r string, b bounds) (uint64, *fieldError) {
 		bits |= 1 << v
 	}
 	return bits, nil
+}
+
+// parseSpan reads a value or a range lo-hi of a field, before its step
+// (hasStep: there is one, stepText).
+func parseSpan(span, stepText string, hasStep bool, b bounds) (lo, hi int, ferr *fieldError) {
+	fail := func(format string, args ...any) (int, int, *fieldError) {
+		return 0, 0, &fieldError{msg: fmt.Sprintf(format, args...)}
+	}
+	first, last, isRange := strings.Cut(span, "-")
+	var err error
+	if lo, err = b.number(first); err != nil {
+		return fail("%v", err)
+	}
+	if !isRange {
+		if hasStep {
+			return fail("a step needs * or a range: write %s-%d/%s or */%s", first, b.hi, stepText, stepText)
+		}
+		return lo, lo, nil
+	}
+	if hi, err = b.number(last); err != nil {
+		return fail("%v", err)
+	}
+	// cronie reads a day-of-week range ending in Sunday (5-0, fri-sun) as
+	// ending in 7.
+	if b.hi == 7 && hi == 0 && lo > 0 && !hasStep {
+		hi = 7
+	}
+	if lo > hi {
+		return fail("range %s runs backwards: the first number must not exceed the second", span)
+	}
+	return lo, hi, nil
 }
 
 // number reads a decimal number or, where the field has them, a 3-letter

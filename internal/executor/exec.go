@@ -34,18 +34,7 @@ func (e *Executor) runExec(ctx context.Context, req Request) Result {
 		return Result{Status: StatusFailed, Reason: ReasonBudgetExceeded, Exceeded: limit, Usage: u, Error: exceededError(limit, req.Budget, u)}
 	}
 
-	name := argv[0]
-	if strings.Contains(name, "/") && !filepath.IsAbs(name) {
-		name = filepath.Join(req.Dir, name)
-	}
-	cmd := exec.Command(name, argv[1:]...)
-	cmd.Dir = req.Dir
-	cmd.Env = toolEnv(req)
-	cmd.Stdin = bytes.NewReader(in)
-	setGroup(cmd)
-	// Orphaned grandchildren may hold the pipes open after the group is
-	// killed; Wait gives up on them after this.
-	cmd.WaitDelay = e.opts.KillGrace
+	cmd := e.command(req, in)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return Result{Status: StatusFailed, Reason: ReasonError, Error: err.Error()}
@@ -60,13 +49,7 @@ func (e *Executor) runExec(ctx context.Context, req Request) Result {
 	defer runtime.UnlockOSThread()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		msg := err.Error()
-		if errors.Is(err, os.ErrNotExist) || errors.Is(err, exec.ErrNotFound) {
-			msg = fmt.Sprintf("command %s not found: commands run from the repository root", argv[0])
-		} else if errors.Is(err, os.ErrPermission) {
-			msg = fmt.Sprintf("command %s is not executable: chmod +x it", argv[0])
-		}
-		return Result{Status: StatusFailed, Reason: ReasonError, Error: msg}
+		return Result{Status: StatusFailed, Reason: ReasonError, Error: startError(argv[0], err)}
 	}
 	release := watchGroup(cmd.Process.Pid)
 	defer func() {
@@ -120,16 +103,53 @@ func (e *Executor) runExec(ctx context.Context, req Request) Result {
 	case stopWhy == "canceled":
 		res.Status, res.Reason, res.Error = StatusFailed, ReasonCanceled, "astra was interrupted; the tool's process group was killed"
 	case werr != nil:
-		res.Status, res.Reason = StatusFailed, ReasonExit
-		var ee *exec.ExitError
-		if errors.As(werr, &ee) {
-			res.ExitCode = ee.ExitCode()
-			res.Error = fmt.Sprintf("%s: %v", argv[0], werr)
-		} else {
-			res.Reason, res.Error = ReasonError, werr.Error()
-		}
+		exitFailure(&res, argv[0], werr)
 	}
 	return res
+}
+
+// command is the tool's process, not started: argv run from the
+// repository root (a relative path with a slash is the repository's file)
+// with its own environment and process group, the payload on stdin.
+func (e *Executor) command(req Request, in []byte) *exec.Cmd {
+	argv := req.Tool.Command
+	name := argv[0]
+	if strings.Contains(name, "/") && !filepath.IsAbs(name) {
+		name = filepath.Join(req.Dir, name)
+	}
+	cmd := exec.Command(name, argv[1:]...)
+	cmd.Dir = req.Dir
+	cmd.Env = toolEnv(req)
+	cmd.Stdin = bytes.NewReader(in)
+	setGroup(cmd)
+	// Orphaned grandchildren may hold the pipes open after the group is
+	// killed; Wait gives up on them after this.
+	cmd.WaitDelay = e.opts.KillGrace
+	return cmd
+}
+
+// startError says why a tool did not start, with what to do about it.
+func startError(name string, err error) string {
+	switch {
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, exec.ErrNotFound):
+		return fmt.Sprintf("command %s not found: commands run from the repository root", name)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Sprintf("command %s is not executable: chmod +x it", name)
+	}
+	return err.Error()
+}
+
+// exitFailure fills in res for a tool that ended with werr: its exit
+// code when it exited, else why waiting for it failed.
+func exitFailure(res *Result, name string, werr error) {
+	res.Status, res.Reason = StatusFailed, ReasonExit
+	var ee *exec.ExitError
+	if errors.As(werr, &ee) {
+		res.ExitCode = ee.ExitCode()
+		res.Error = fmt.Sprintf("%s: %v", name, werr)
+	} else {
+		res.Reason, res.Error = ReasonError, werr.Error()
+	}
 }
 
 // killGroup stops the tool and everything it started: SIGTERM to the

@@ -41,18 +41,7 @@ const httpAttempts = 3
 
 func (e *Executor) runHTTP(ctx context.Context, req Request) Result {
 	t := req.Tool
-	payload := req.Payload
-	if payload == nil {
-		payload = map[string]any{}
-	}
-	env := envelope{ScheduleID: req.ScheduleID, RunID: req.RunID, DryRun: req.DryRun, Payload: payload, PreviousOutput: req.PreviousOutput}
-	if req.Memory != "" {
-		env.Memory = json.RawMessage(req.Memory)
-	}
-	if req.Event != "" {
-		env.Event = json.RawMessage(req.Event)
-	}
-	body, err := json.Marshal(env)
+	body, err := requestBody(req)
 	if err != nil {
 		return Result{Status: StatusFailed, Reason: ReasonError, Error: err.Error()}
 	}
@@ -94,6 +83,22 @@ func (e *Executor) runHTTP(ctx context.Context, req Request) Result {
 		res.Status, res.Reason, res.Exceeded, res.Error = StatusFailed, ReasonBudgetExceeded, exceeded, exceededError(exceeded, req.Budget, u)
 	}
 	return res
+}
+
+// requestBody is the JSON envelope an http tool receives.
+func requestBody(req Request) ([]byte, error) {
+	payload := req.Payload
+	if payload == nil {
+		payload = map[string]any{}
+	}
+	env := envelope{ScheduleID: req.ScheduleID, RunID: req.RunID, DryRun: req.DryRun, Payload: payload, PreviousOutput: req.PreviousOutput}
+	if req.Memory != "" {
+		env.Memory = json.RawMessage(req.Memory)
+	}
+	if req.Event != "" {
+		env.Event = json.RawMessage(req.Event)
+	}
+	return json.Marshal(env)
 }
 
 // httpOnce sends one request; retry reports a 5xx or connection failure.

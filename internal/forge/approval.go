@@ -111,7 +111,7 @@ func (c *Client) EnsureApprovalPR(ctx context.Context, req ApprovalRequest) (pr 
 	branch := ApprovalBranch(req.ScheduleID)
 	base := req.Base
 	if base == "" {
-		if base, err = c.defaultBranch(ctx); err != nil {
+		if base, err = c.DefaultBranch(ctx); err != nil {
 			return PR{}, false, err
 		}
 	}
@@ -248,17 +248,6 @@ func (c *Client) openPR(ctx context.Context, branch, base string) (*github.PullR
 		}
 	}
 	return found, nil
-}
-
-func (c *Client) defaultBranch(ctx context.Context) (string, error) {
-	r, _, err := c.gh.Repositories.Get(ctx, c.owner, c.repo)
-	if err != nil {
-		return "", c.fail(err, "read repository %s", c.Repository())
-	}
-	if r.GetDefaultBranch() == "" {
-		return "", c.failf("repository %s has no default branch (is it empty?)", c.Repository())
-	}
-	return r.GetDefaultBranch(), nil
 }
 
 // resetBranch creates branch at sha, or force-moves a leftover branch there.

@@ -1,6 +1,7 @@
 // Package forge is the GitHub API client astra uses: approval pull
-// requests, their outcome (merged = approved, closed = rejected), comments,
-// issues, repository_dispatch and approver checks.
+// requests, their outcome (merged = approved, closed = rejected) and
+// files, comments, issues, repository_dispatch, approver checks, and the
+// repository settings astra's safety rests on (settings.go).
 //
 // It wraps go-github with careful API use: rate limits (primary and
 // secondary) are waited out as GitHub asks, within bounds; 5xx answers are

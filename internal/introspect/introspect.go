@@ -62,68 +62,18 @@ func Tasks(store *ledger.Store, now time.Time, q Query) ([]Task, error) {
 	}
 	from := ledger.Month(since)
 	i := sort.Search(len(segs), func(i int) bool { return segs[i].Month >= from })
-	open := map[string]*Task{} // by run id, until its outcome
-	var out []Task
-	ended := map[string]int{} // run id -> index in out
+	f := folder{open: map[string]*Task{}, ended: map[string]int{}}
 	_, err = ledger.Scan(store.Root(), segs[i:], ledger.ScanOptions{}, func(e *ledger.Event) error {
-		if e.TS.Before(since) || e.IdempotencyKey == "" {
-			return nil
-		}
-		if q.TraceID != "" && e.TraceID != q.TraceID {
-			return nil
-		}
-		if q.Schedule != "" && e.ScheduleID != q.Schedule || q.Actor != "" && e.Actor != q.Actor || q.Tenant != "" && e.Tenant != q.Tenant {
-			return nil
-		}
-		id := e.RunID()
-		switch e.Event {
-		case ledger.RunClaimed:
-			t := fromEvent(e)
-			t.Status = "running"
-			open[id] = &t
-		case ledger.RunCompleted, ledger.RunFailed:
-			t, ok := open[id]
-			if !ok {
-				f := fromEvent(e)
-				t = &f
-			}
-			delete(open, id)
-			t.Ended, t.Usage, t.Error, t.Output, t.Reason = e.TS, e.Usage, e.Error, e.Output, e.Reason
-			t.Status = "completed"
-			if e.Event == ledger.RunFailed {
-				t.Status = "failed"
-			}
-			ended[id] = len(out)
-			out = append(out, *t)
-		case ledger.RollbackCompleted:
-			var d state.RollbackDetail
-			if json.Unmarshal(e.Detail, &d) == nil {
-				if i, ok := ended[d.Run]; ok && out[i].Status == "completed" {
-					out[i].Status = "rolled_back"
-				}
-			}
-		case ledger.RunSkipped:
-			t := fromEvent(e)
-			t.Status, t.Reason, t.Error, t.Ended = "skipped", e.Reason, e.Error, e.TS
-			out = append(out, t)
+		if !e.TS.Before(since) && q.matches(e) {
+			f.add(e)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	for _, t := range open {
-		out = append(out, *t)
-	}
-	out = slices.DeleteFunc(out, func(t Task) bool {
-		switch q.Status {
-		case "all":
-			return false
-		case "":
-			return t.Status == "skipped"
-		}
-		return t.Status != q.Status
-	})
+	out := f.tasks()
+	out = slices.DeleteFunc(out, func(t Task) bool { return !q.wants(t.Status) })
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].Started.Equal(out[j].Started) {
 			return out[i].Started.After(out[j].Started)
@@ -134,6 +84,82 @@ func Tasks(store *ledger.Store, now time.Time, q Query) ([]Task, error) {
 		out = out[:q.Limit]
 	}
 	return out, nil
+}
+
+// matches reports whether e is about a task q asks for.
+func (q Query) matches(e *ledger.Event) bool {
+	switch {
+	case e.IdempotencyKey == "":
+		return false
+	case q.TraceID != "" && e.TraceID != q.TraceID:
+		return false
+	case q.Schedule != "" && e.ScheduleID != q.Schedule, q.Actor != "" && e.Actor != q.Actor, q.Tenant != "" && e.Tenant != q.Tenant:
+		return false
+	}
+	return true
+}
+
+// wants reports whether q asks for tasks of status.
+func (q Query) wants(status string) bool {
+	switch q.Status {
+	case "all":
+		return true
+	case "":
+		return status != "skipped"
+	}
+	return status == q.Status
+}
+
+// folder folds events into tasks: a claim opens one, its outcome ends it,
+// a skip is one, a rollback marks the run it undid.
+type folder struct {
+	open  map[string]*Task // by run id, until its outcome
+	out   []Task           // ended tasks and skips, in ledger order
+	ended map[string]int   // run id -> index in out
+}
+
+func (f *folder) add(e *ledger.Event) {
+	id := e.RunID()
+	switch e.Event {
+	case ledger.RunClaimed:
+		t := fromEvent(e)
+		t.Status = "running"
+		f.open[id] = &t
+	case ledger.RunCompleted, ledger.RunFailed:
+		t, ok := f.open[id]
+		if !ok { // claimed before what is read
+			ft := fromEvent(e)
+			t = &ft
+		}
+		delete(f.open, id)
+		t.Ended, t.Usage, t.Error, t.Output, t.Reason = e.TS, e.Usage, e.Error, e.Output, e.Reason
+		t.Status = "completed"
+		if e.Event == ledger.RunFailed {
+			t.Status = "failed"
+		}
+		f.ended[id] = len(f.out)
+		f.out = append(f.out, *t)
+	case ledger.RollbackCompleted:
+		var d state.RollbackDetail
+		if json.Unmarshal(e.Detail, &d) == nil {
+			if i, ok := f.ended[d.Run]; ok && f.out[i].Status == "completed" {
+				f.out[i].Status = "rolled_back"
+			}
+		}
+	case ledger.RunSkipped:
+		t := fromEvent(e)
+		t.Status, t.Reason, t.Error, t.Ended = "skipped", e.Reason, e.Error, e.TS
+		f.out = append(f.out, t)
+	}
+}
+
+// tasks are the ended tasks, then the ones still running.
+func (f *folder) tasks() []Task {
+	out := f.out
+	for _, t := range f.open {
+		out = append(out, *t)
+	}
+	return out
 }
 
 func fromEvent(e *ledger.Event) Task {

@@ -173,28 +173,41 @@ func (s *Store) checkAnchors(file string, anchors []Anchor) error {
 		if !ok {
 			continue
 		}
-		h := lineHash(line)
-		for _, a := range as {
-			if a.Hash != h {
-				return &CorruptError{File: file, Line: lineNo, Kind: ProblemAnchor, Commit: a.Commit,
-					Msg: fmt.Sprintf("this line (seq %d) was changed after it was committed in %s: its hash is %.12s, the commit recorded %.12s", seq, short(a.Commit), h, a.Hash)}
-			}
+		if err := checkLine(file, lineNo, seq, line, as); err != nil {
+			return err
 		}
 		delete(want, seq)
 	}
 	if len(want) == 0 {
 		return nil
 	}
-	// Anchored seqs the file does not have (any more): every seq between
-	// its first and last line was seen, so they lie before or after.
+	return missingAnchor(file, want, first, lineNo)
+}
+
+// checkLine holds line lineNo (seq) of file to each anchor of its seq.
+func checkLine(file string, lineNo int, seq int64, line []byte, anchors []Anchor) error {
+	h := lineHash(line)
+	for _, a := range anchors {
+		if a.Hash != h {
+			return &CorruptError{File: file, Line: lineNo, Kind: ProblemAnchor, Commit: a.Commit,
+				Msg: fmt.Sprintf("this line (seq %d) was changed after it was committed in %s: its hash is %.12s, the commit recorded %.12s", seq, short(a.Commit), h, a.Hash)}
+		}
+	}
+	return nil
+}
+
+// missingAnchor reports the lowest anchored seq that file (lines seqs
+// first to first+lines-1) does not have (any more): every seq between its
+// first and last line was seen, so they lie before or after.
+func missingAnchor(file string, want map[int64][]Anchor, first int64, lines int) error {
 	var missing Anchor
 	for _, as := range want {
 		if missing.Seq == 0 || as[0].Seq < missing.Seq {
 			missing = as[0]
 		}
 	}
-	line := lineNo + 1 // the first line the file lacks
-	if lineNo > 0 && missing.Seq < first {
+	line := lines + 1 // the first line the file lacks
+	if lines > 0 && missing.Seq < first {
 		line = 1
 	}
 	return &CorruptError{File: file, Line: line, Kind: ProblemAnchor, Commit: missing.Commit,

@@ -35,7 +35,11 @@ func TestAnchorsRoundTrip(t *testing.T) {
 	}
 }
 
-func TestVerifyAnchors(t *testing.T) {
+// fourAnchored appends four runs of three events to a new ledger and
+// returns the anchors of four commits of them, newest first, as history
+// is read.
+func fourAnchored(t *testing.T) (string, *Store, []Anchor) {
+	t.Helper()
 	root := t.TempDir()
 	s := Open(root, 0)
 	var anchors []Anchor
@@ -44,8 +48,13 @@ func TestVerifyAnchors(t *testing.T) {
 		tail = appendN(t, s, tail, t0, 3)
 		a := tail.Anchor()
 		a.Commit = strings.Repeat(string(rune('a'+i)), 40)
-		anchors = append([]Anchor{a}, anchors...) // newest first, as history is read
+		anchors = append([]Anchor{a}, anchors...)
 	}
+	return root, s, anchors
+}
+
+func TestVerifyAnchors(t *testing.T) {
+	_, s, anchors := fourAnchored(t)
 	segs, _ := s.Segments()
 	if err := s.VerifyAnchors(segs, anchors); err != nil {
 		t.Fatalf("a clean ledger: %v", err)
@@ -60,7 +69,14 @@ func TestVerifyAnchors(t *testing.T) {
 	if err := s.VerifyAnchors(nil, anchors); err != nil {
 		t.Fatalf("no files checked: %v", err)
 	}
+}
 
+// An edit or a removal the chain cannot see (the last line, the last
+// member, a line rechained on top of) is found against the anchors and
+// named with the commit; so is a removed file.
+func TestVerifyAnchorsFindsChanges(t *testing.T) {
+	root, s, anchors := fourAnchored(t)
+	segs, _ := s.Segments()
 	file := filepath.Join(root, segs[0].Path)
 	orig, _ := os.ReadFile(file)
 	lines, _ := fileLines("", file)

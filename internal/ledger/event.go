@@ -61,6 +61,11 @@ const (
 	LedgerRepaired   Kind = "ledger.repaired"
 	LedgerCheckpoint Kind = "ledger.checkpoint"
 	LedgerMigrated   Kind = "ledger.migrated" // the ledger moved to another branch (status failed: the move was cancelled)
+
+	// TrustRiskAccepted: tier 2 ran without the safety posture it needs,
+	// as policies' trust.accept_risk accepts; once per run, with the
+	// failing checks.
+	TrustRiskAccepted Kind = "trust.risk_accepted"
 )
 
 // Reasons carried by run.skipped and run.failed events.
@@ -76,6 +81,7 @@ const (
 	ReasonDuplicate       = "duplicate"
 	ReasonMissed          = "missed"      // superseded or too late under the catch-up policy
 	ReasonDeadLetter      = "dead_letter" // schedule quarantined after dead-lettering
+	ReasonPosture         = "posture"     // tier 2 without the safety posture it needs (astra doctor)
 
 	ReasonBudgetExceeded = "budget_exceeded"
 	ReasonLost           = "lost" // claimed, runner died before recording an outcome

@@ -158,7 +158,10 @@ func appendN(t *testing.T, s *Store, tail Tail, now time.Time, n int) Tail {
 	return tail
 }
 
-func TestAppendMembersAndZcat(t *testing.T) {
+// fiveAppends appends five runs of seven events to a new ledger and
+// returns its root, its one file and its tail.
+func fiveAppends(t *testing.T) (string, Segment, Tail) {
+	t.Helper()
 	root := t.TempDir()
 	s := Open(root, 0)
 	var tail Tail
@@ -169,14 +172,21 @@ func TestAppendMembersAndZcat(t *testing.T) {
 	if err != nil || len(segs) != 1 || segs[0].Path != "var/schedules/2026-11.ndjson.gz" {
 		t.Fatalf("segments %v %v", segs, err)
 	}
-	data, err := os.ReadFile(filepath.Join(root, segs[0].Path))
+	return root, segs[0], tail
+}
+
+// Each append is a gzip member of its own; reading the file gives every
+// event, in order, and the tail the appends returned.
+func TestAppendMembers(t *testing.T) {
+	root, seg, tail := fiveAppends(t)
+	data, err := os.ReadFile(filepath.Join(root, seg.Path))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ms := members(data); len(ms) != 5 {
 		t.Fatalf("want 5 gzip members, got %d", len(ms))
 	}
-	evs, rt, err := ReadAll(root, segs)
+	evs, rt, err := ReadAll(root, []Segment{seg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,8 +198,13 @@ func TestAppendMembersAndZcat(t *testing.T) {
 			t.Fatalf("event %d has seq %d", i, e.Seq)
 		}
 	}
-	// zcat reads all members: the same lines, chained.
-	out, err := exec.Command("zcat", filepath.Join(root, segs[0].Path)).Output()
+}
+
+// zcat reads all members: the same lines, chained; Cat prints what zcat
+// does.
+func TestZcatReadsTheMembers(t *testing.T) {
+	root, seg, _ := fiveAppends(t)
+	out, err := exec.Command("zcat", filepath.Join(root, seg.Path)).Output()
 	if err != nil {
 		t.Fatalf("zcat: %v", err)
 	}
@@ -209,7 +224,7 @@ func TestAppendMembersAndZcat(t *testing.T) {
 		prev = lineHash([]byte(l))
 	}
 	var cat bytes.Buffer
-	if err := Cat(&cat, filepath.Join(root, segs[0].Path)); err != nil || cat.String() != string(out) {
+	if err := Cat(&cat, filepath.Join(root, seg.Path)); err != nil || cat.String() != string(out) {
 		t.Fatalf("Cat differs from zcat: %v", err)
 	}
 }

@@ -169,52 +169,11 @@ func (s *Store) Repair(segs []Segment, bad *CorruptError, opts ...RepairOptions)
 			bad, o.Committed, last.start, ErrNotRepairable, seg.Path)
 	}
 
-	// Salvage the valid prefix of the member: complete lines that decode
-	// and continue the chain from the line before the member.
-	var prevHash string
-	var prevSeq int64
-	if k > 0 {
-		prevLine := lastLine(ms[k-1].data)
-		prevHash = lineHash(prevLine)
-		var e Event
-		if err := Unmarshal(prevLine, &e); err != nil {
-			return nil, err
-		}
-		prevSeq = e.Seq
-	} else if len(segs) > 1 {
-		t, err := Scan(s.root, segs[len(segs)-2:len(segs)-1], ScanOptions{}, func(*Event) error { return nil })
-		if err != nil {
-			return nil, err
-		}
-		prevHash, prevSeq = t.Hash, t.Seq
+	prevHash, prevSeq, err := s.chainBefore(segs, ms, k)
+	if err != nil {
+		return nil, err
 	}
-	var keep []byte
-	dec := newDecoder()
-	rest := last.data
-	salvaged := 0
-	for {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			break
-		}
-		line := rest[:i]
-		var e Event
-		prev, err := dec.Decode(line, &e)
-		if err != nil || string(prev) != prevHash || (prevSeq > 0 && e.Seq != prevSeq+1) {
-			break
-		}
-		if e.Event == LedgerCheckpoint {
-			// A month's checkpoint may span several lines of this member
-			// (continued parts): kept whole or not at all, never cut
-			// short into a state that silently lacks the rest.
-			keep, salvaged = nil, 0
-			break
-		}
-		keep = append(append(keep, line...), '\n')
-		prevHash, prevSeq = lineHash(line), e.Seq
-		salvaged++
-		rest = rest[i+1:]
-	}
+	keep, salvaged := salvage(last.data, prevHash, prevSeq)
 	out := data[:last.start:last.start]
 	if len(keep) > 0 {
 		var buf bytes.Buffer
@@ -236,6 +195,61 @@ func (s *Store) Repair(segs []Segment, bad *CorruptError, opts ...RepairOptions)
 	sum := sha256.Sum256(data[last.start:])
 	return &Repaired{File: seg.Path, Offset: last.start, Dropped: int64(len(data)) - last.start, SHA256: hex.EncodeToString(sum[:]),
 		Salvaged: salvaged, Problem: bad.Kind + ": " + bad.Msg}, nil
+}
+
+// chainBefore is the hash and seq of the line before member k of the
+// newest segment's members ms: the last line of the member before it, or
+// of the segment before; none for the ledger's first line.
+func (s *Store) chainBefore(segs []Segment, ms []member, k int) (string, int64, error) {
+	if k > 0 {
+		prevLine := lastLine(ms[k-1].data)
+		var e Event
+		if err := Unmarshal(prevLine, &e); err != nil {
+			return "", 0, err
+		}
+		return lineHash(prevLine), e.Seq, nil
+	}
+	if len(segs) > 1 {
+		t, err := Scan(s.root, segs[len(segs)-2:len(segs)-1], ScanOptions{}, func(*Event) error { return nil })
+		if err != nil {
+			return "", 0, err
+		}
+		return t.Hash, t.Seq, nil
+	}
+	return "", 0, nil
+}
+
+// salvage is the valid prefix of a torn member's lines: complete lines
+// that decode and continue the chain from prevHash and prevSeq, and how
+// many they are.
+func salvage(data []byte, prevHash string, prevSeq int64) ([]byte, int) {
+	var keep []byte
+	dec := newDecoder()
+	rest := data
+	salvaged := 0
+	for {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			break
+		}
+		line := rest[:i]
+		var e Event
+		prev, err := dec.Decode(line, &e)
+		if err != nil || string(prev) != prevHash || (prevSeq > 0 && e.Seq != prevSeq+1) {
+			break
+		}
+		if e.Event == LedgerCheckpoint {
+			// A month's checkpoint may span several lines of this member
+			// (continued parts): kept whole or not at all, never cut
+			// short into a state that silently lacks the rest.
+			return nil, 0
+		}
+		keep = append(append(keep, line...), '\n')
+		prevHash, prevSeq = lineHash(line), e.Seq
+		salvaged++
+		rest = rest[i+1:]
+	}
+	return keep, salvaged
 }
 
 func notTorn(bad *CorruptError) error {

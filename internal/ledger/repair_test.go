@@ -266,6 +266,42 @@ func TestRepairRefusesWhatGitHas(t *testing.T) {
 	}
 }
 
+// damage cuts a ledger file (the newest, one time in four any) at a
+// random byte, or flips that byte, and says what it did.
+func damage(t *testing.T, r *rand.Rand, root string, segs []Segment, flip bool) string {
+	t.Helper()
+	seg := segs[len(segs)-1]
+	if r.IntN(4) == 0 {
+		seg = segs[r.IntN(len(segs))]
+	}
+	file := filepath.Join(root, seg.Path)
+	data, _ := os.ReadFile(file)
+	n := r.IntN(len(data))
+	damaged, what := data[:n], fmt.Sprintf("cut at byte %d of %s", n, seg.Path)
+	if flip {
+		damaged, what = bytes.Clone(data), fmt.Sprintf("byte %d flipped in %s", n, seg.Path)
+		damaged[n] ^= byte(1 + r.IntN(255))
+	}
+	if err := os.WriteFile(file, damaged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return what
+}
+
+// checkKept: every event read before a repair is still there after it,
+// unchanged.
+func checkKept(t *testing.T, what string, before, after []Event) {
+	t.Helper()
+	if len(after) < len(before) {
+		t.Fatalf("%s: %d events before, %d after repair", what, len(before), len(after))
+	}
+	for k := range before {
+		if after[k].Seq != before[k].Seq || after[k].Prev != before[k].Prev || after[k].IdempotencyKey != before[k].IdempotencyKey {
+			t.Fatalf("%s: event %d changed by repair", what, k)
+		}
+	}
+}
+
 // TestRepairProperty damages the ledger at random (a truncation of any
 // file at any point, or a flipped byte anywhere) and holds Repair to its
 // promise: either the ledger verifies afterwards and every event that was
@@ -280,21 +316,7 @@ func TestRepairProperty(t *testing.T) {
 	repaired, refused := 0, 0
 	for i := range 400 {
 		reset(t, root, base)
-		seg := segs[len(segs)-1]
-		if r.IntN(4) == 0 {
-			seg = segs[r.IntN(len(segs))]
-		}
-		file := filepath.Join(root, seg.Path)
-		data, _ := os.ReadFile(file)
-		n := r.IntN(len(data))
-		damaged, what := data[:n], fmt.Sprintf("cut at byte %d of", n)
-		if i%2 == 1 {
-			damaged, what = bytes.Clone(data), fmt.Sprintf("byte %d flipped in", n)
-			damaged[n] ^= byte(1 + r.IntN(255))
-		}
-		if err := os.WriteFile(file, damaged, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		what := damage(t, r, root, segs, i%2 == 1)
 		evs, ce := verifyFirst(t, root)
 		if ce == nil {
 			continue // a cut at a member boundary, or a flip git would not notice (a gzip header's mtime)
@@ -304,10 +326,10 @@ func TestRepairProperty(t *testing.T) {
 		_, err := testStore(root).Repair(cur, ce)
 		if err != nil {
 			if !errors.Is(err, ErrNotRepairable) {
-				t.Fatalf("%s %s: repair failed: %v", what, seg.Path, err)
+				t.Fatalf("%s: repair failed: %v", what, err)
 			}
 			if !sameFiles(before, snapshot(t, root)) {
-				t.Fatalf("%s %s: a refused repair changed files", what, seg.Path)
+				t.Fatalf("%s: a refused repair changed files", what)
 			}
 			refused++
 			continue
@@ -315,16 +337,9 @@ func TestRepairProperty(t *testing.T) {
 		repaired++
 		after, ce := verifyFirst(t, root)
 		if ce != nil {
-			t.Fatalf("%s %s: still broken after repair: %v", what, seg.Path, ce)
+			t.Fatalf("%s: still broken after repair: %v", what, ce)
 		}
-		if len(after) < len(evs) {
-			t.Fatalf("%s %s: %d events before, %d after repair", what, seg.Path, len(evs), len(after))
-		}
-		for k := range evs {
-			if after[k].Seq != evs[k].Seq || after[k].Prev != evs[k].Prev || after[k].IdempotencyKey != evs[k].IdempotencyKey {
-				t.Fatalf("%s %s: event %d changed by repair", what, seg.Path, k)
-			}
-		}
+		checkKept(t, what, evs, after)
 	}
 	if repaired == 0 || refused == 0 {
 		t.Fatalf("repaired %d, refused %d: the damage did not cover both", repaired, refused)

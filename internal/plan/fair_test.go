@@ -140,16 +140,21 @@ func TestStaleRetry(t *testing.T) {
 	}
 }
 
-// TestUpcoming: what `schedules next` shows is what a run does: slots due
-// now, retries waiting, and after a run whose clock was a year ahead, no
-// slot until the one it decided.
-func TestUpcoming(t *testing.T) {
+// upcomingRetry is an hourly schedule a at t0+3h, whose 01:00 slot waits
+// for a retry a minute from now.
+func upcomingRetry() (*model.Schedule, *state.State, time.Time) {
 	now := t0.Add(3*time.Hour + 30*time.Second)
-	s := hourly("a")
 	st := state.New(now)
 	created(st, "a", t0)
 	st.Apply(&ledger.Event{Event: ledger.RunRetryScheduled, ScheduleID: "a", Slot: t0.Add(time.Hour), IdempotencyKey: ledger.SlotKey("a", t0.Add(time.Hour)),
 		Mode: ledger.ModeScheduled, Attempt: 2, RetryAt: now.Add(time.Minute)})
+	return hourly("a"), st, now
+}
+
+// TestUpcoming: what `schedules next` shows is what a run does: slots due
+// now, retries waiting, the next fire times.
+func TestUpcoming(t *testing.T) {
+	s, st, now := upcomingRetry()
 	u := UpcomingOf(s, st, now, 2)
 	if kinds(u.Due) != "a:slot:03:00 " || len(u.Waiting) != 1 || u.Waiting[0].RetryAt != now.Add(time.Minute) || u.Waiting[0].Key != "a@2026-11-22T01:00:00Z" {
 		t.Fatalf("due %s, waiting %v", kinds(u.Due), u.Waiting)
@@ -157,11 +162,16 @@ func TestUpcoming(t *testing.T) {
 	if len(u.Next) != 2 || !u.Next[0].Equal(t0.Add(4*time.Hour)) || !u.Ahead.IsZero() {
 		t.Fatalf("next %v ahead %s", u.Next, u.Ahead)
 	}
+}
 
-	// A run a year ahead decided a slot then.
+// TestUpcomingAfterAClockAhead: after a run whose clock was a year ahead,
+// no slot is due until the one it decided, as a run would see it, and the
+// clock warning says so.
+func TestUpcomingAfterAClockAhead(t *testing.T) {
+	s, st, now := upcomingRetry()
 	ahead := t0.AddDate(1, 0, 0).Add(5 * time.Hour)
 	st.Apply(&ledger.Event{TS: ahead, Event: ledger.RunCompleted, ScheduleID: "a", Slot: ahead, IdempotencyKey: ledger.SlotKey("a", ahead), Mode: ledger.ModeScheduled})
-	u = UpcomingOf(s, st, now, 1)
+	u := UpcomingOf(s, st, now, 1)
 	if len(u.Due) != 0 || !u.Ahead.Equal(ahead) || len(u.Next) != 1 || !u.Next[0].Equal(ahead.Add(time.Hour)) {
 		t.Fatalf("due %s, ahead %s, next %v", kinds(u.Due), u.Ahead, u.Next)
 	}

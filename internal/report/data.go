@@ -81,63 +81,25 @@ func Collect(cfg *model.Config, store *ledger.Store, now time.Time, repository, 
 	for day := first; !day.After(now); day = day.AddDate(0, 0, 1) {
 		d.Spend = append(d.Spend, DaySpend{Day: day.Format(time.DateOnly)})
 	}
-	spent := make([]money.USD, len(d.Spend)) // summed exactly, shown as dollars
-	stats := make(map[string]*ScheduleStats, len(cfg.Schedules))
+	m := month{first: first, now: now, days: d.Spend, spent: make([]money.USD, len(d.Spend)), stats: make(map[string]*ScheduleStats, len(cfg.Schedules))}
 	for _, sc := range cfg.Schedules {
 		s := &ScheduleStats{ID: sc.ID, Name: sc.Name, Tier: int(sc.SafetyTier)}
 		if sc.Spec != nil && sc.Enabled {
 			s.Next = sc.Spec.Next(now)
 		}
-		stats[sc.ID] = s
+		m.stats[sc.ID] = s
 	}
-	st, _, err := state.ReplayEach(store, now, func(e *ledger.Event) {
-		if e.TS.Before(first) || e.TS.After(now) {
-			return
-		}
-		var status string
-		switch e.Event {
-		case ledger.RunCompleted:
-			status = "completed"
-		case ledger.RunFailed:
-			status = "failed"
-		case ledger.RunSkipped:
-			status = "skipped"
-		default:
-			return
-		}
-		if status != "skipped" {
-			i := e.TS.UTC().Day() - 1
-			day := &d.Spend[i]
-			spent[i] += e.Usage.Cost
-			day.Tokens += e.Usage.Tokens
-			day.Runs++
-		}
-		s := stats[e.ScheduleID]
-		if s == nil { // a schedule since deleted
-			return
-		}
-		switch status {
-		case "completed":
-			s.Runs++
-		case "failed":
-			s.Failures++
-		default:
-			s.Skips++
-		}
-		if !e.TS.Before(s.LastRun) {
-			s.LastRun, s.LastStatus = e.TS, status
-		}
-	})
+	st, _, err := state.ReplayEach(store, now, m.add)
 	if err != nil {
 		return Data{}, err
 	}
-	for i, u := range spent {
+	for i, u := range m.spent {
 		d.Spend[i].USD = u.Float()
 	}
 	d.MonthUSD = st.Spend.Month.Float()
 	d.Paused = introspect.BudgetReport(cfg, st).Global.Paused()
 	for _, sc := range cfg.Schedules {
-		d.Schedules = append(d.Schedules, *stats[sc.ID])
+		d.Schedules = append(d.Schedules, *m.stats[sc.ID])
 		if a := st.Approvals[sc.ID]; a != nil {
 			p := Pending{ScheduleID: sc.ID, Name: sc.Name, Slot: a.Slot, PR: a.PR, RequestedAt: a.RequestedAt, ExpiresAt: a.ExpiresAt}
 			p.URL = introspect.Repository{ServerURL: serverURL, Name: repository}.PullURL(a.PR)
@@ -153,4 +115,60 @@ func Collect(cfg *model.Config, store *ledger.Store, now time.Time, repository, 
 	}
 	sort.Slice(d.DeadLetters, func(i, j int) bool { return d.DeadLetters[i].At.Before(d.DeadLetters[j].At) })
 	return d, nil
+}
+
+// month tallies the runs of one month, from its first day to now, by
+// day and by schedule.
+type month struct {
+	first, now time.Time
+	days       []DaySpend                // one per day so far
+	spent      []money.USD               // days' spend, summed exactly, shown as dollars
+	stats      map[string]*ScheduleStats // by schedule id
+}
+
+// add counts one event of a replay.
+func (m *month) add(e *ledger.Event) {
+	if e.TS.Before(m.first) || e.TS.After(m.now) {
+		return
+	}
+	status := runStatus(e.Event)
+	if status == "" {
+		return
+	}
+	if status != "skipped" {
+		i := e.TS.UTC().Day() - 1
+		day := &m.days[i]
+		m.spent[i] += e.Usage.Cost
+		day.Tokens += e.Usage.Tokens
+		day.Runs++
+	}
+	s := m.stats[e.ScheduleID]
+	if s == nil { // a schedule since deleted
+		return
+	}
+	switch status {
+	case "completed":
+		s.Runs++
+	case "failed":
+		s.Failures++
+	default:
+		s.Skips++
+	}
+	if !e.TS.Before(s.LastRun) {
+		s.LastRun, s.LastStatus = e.TS, status
+	}
+}
+
+// runStatus is the dashboard's status of an event that ends a run or
+// skips a slot, "" for any other.
+func runStatus(k ledger.Kind) string {
+	switch k {
+	case ledger.RunCompleted:
+		return "completed"
+	case ledger.RunFailed:
+		return "failed"
+	case ledger.RunSkipped:
+		return "skipped"
+	}
+	return ""
 }

@@ -29,32 +29,7 @@ func Summary(w io.Writer, rep *runner.Report, cfg *model.Config, b introspect.Bu
 		fmt.Fprintf(w, ", %d would run", n)
 	}
 	w.Write([]byte("\n\n"))
-
-	if len(rep.Outcomes) > 0 {
-		fmt.Fprintln(w, "| | schedule | slot | tool | tier | details |")
-		fmt.Fprintln(w, "|---|---|---|---|---|---|")
-		for _, o := range rep.Outcomes {
-			details := o.Reason
-			if o.Detail != "" {
-				details = strings.TrimPrefix(details+": "+o.Detail, ": ")
-			}
-			if o.PRURL != "" {
-				details += fmt.Sprintf(" [PR #%d](%s)", o.PR, o.PRURL)
-			}
-			if !o.Usage.IsZero() {
-				details += fmt.Sprintf(" (%d tokens, %s, %s)", o.Usage.Tokens, o.Usage.Cost.Dollars(), time.Duration(o.Usage.WallClockMS)*time.Millisecond)
-			}
-			slot := ""
-			if !o.Slot.IsZero() {
-				slot = o.Slot.UTC().Format("01-02 15:04")
-			}
-			fmt.Fprintf(w, "| %s %s | %s | %s | %s | %d | %s |\n", icon(o.Action), o.Action, code(o.Name), slot, code(o.Tool), o.Tier, cell(details))
-		}
-		w.Write([]byte("\n"))
-	} else {
-		fmt.Fprintln(w, "Nothing was due.")
-		fmt.Fprintln(w)
-	}
+	summaryOutcomes(w, rep)
 	if rep.OverLimit > 0 {
 		fmt.Fprintf(w, "%d more were due beyond `--limit`; the next run takes them.\n\n", rep.OverLimit)
 	}
@@ -70,7 +45,45 @@ func Summary(w io.Writer, rep *runner.Report, cfg *model.Config, b introspect.Bu
 	for _, m := range rep.Warnings {
 		fmt.Fprintf(w, "> [!WARNING]\n> %s\n\n", m)
 	}
+	summaryBudget(w, rep, b)
+	summaryNextRuns(w, rep.Now, cfg)
+	if st := LedgerStatus(rep); len(st) > 0 {
+		fmt.Fprintf(w, "\n%s\n", strings.Join(st, ".\n\n"))
+	}
+}
 
+// summaryOutcomes is the table of outcomes, one row each.
+func summaryOutcomes(w io.Writer, rep *runner.Report) {
+	if len(rep.Outcomes) == 0 {
+		fmt.Fprintln(w, "Nothing was due.")
+		fmt.Fprintln(w)
+		return
+	}
+	fmt.Fprintln(w, "| | schedule | slot | tool | tier | details |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	for _, o := range rep.Outcomes {
+		details := o.Reason
+		if o.Detail != "" {
+			details = strings.TrimPrefix(details+": "+o.Detail, ": ")
+		}
+		if o.PRURL != "" {
+			details += fmt.Sprintf(" [PR #%d](%s)", o.PR, o.PRURL)
+		}
+		if !o.Usage.IsZero() {
+			details += fmt.Sprintf(" (%d tokens, %s, %s)", o.Usage.Tokens, o.Usage.Cost.Dollars(), time.Duration(o.Usage.WallClockMS)*time.Millisecond)
+		}
+		slot := ""
+		if !o.Slot.IsZero() {
+			slot = o.Slot.UTC().Format("01-02 15:04")
+		}
+		fmt.Fprintf(w, "| %s %s | %s | %s | %s | %d | %s |\n", icon(o.Action), o.Action, code(o.Name), slot, code(o.Tool), o.Tier, cell(details))
+	}
+	w.Write([]byte("\n"))
+}
+
+// summaryBudget is spend against the day's and the month's limits, what
+// pauses or alerts them, and the per-day run budgets used today.
+func summaryBudget(w io.Writer, rep *runner.Report, b introspect.Budget) {
 	g := b.Global
 	fmt.Fprintln(w, "### Budget")
 	fmt.Fprintln(w)
@@ -96,7 +109,11 @@ func Summary(w io.Writer, rep *runner.Report, cfg *model.Config, b introspect.Bu
 	if len(limited) > 0 {
 		fmt.Fprintf(w, "\nPer-day run budgets used today: %s\n", strings.Join(limited, ", "))
 	}
+}
 
+// summaryNextRuns lists the next eight slots of enabled timed schedules
+// after now, soonest first.
+func summaryNextRuns(w io.Writer, now time.Time, cfg *model.Config) {
 	type next struct {
 		name string
 		at   time.Time
@@ -104,19 +121,17 @@ func Summary(w io.Writer, rep *runner.Report, cfg *model.Config, b introspect.Bu
 	var nexts []next
 	for _, sc := range cfg.Schedules {
 		if sc.Spec != nil && sc.Enabled {
-			nexts = append(nexts, next{sc.Name, sc.Spec.Next(rep.Now)})
+			nexts = append(nexts, next{sc.Name, sc.Spec.Next(now)})
 		}
 	}
 	sort.Slice(nexts, func(i, j int) bool { return nexts[i].at.Before(nexts[j].at) })
-	if len(nexts) > 0 {
-		fmt.Fprintln(w, "\n### Next runs")
-		fmt.Fprintln(w)
-		for _, n := range nexts[:min(len(nexts), 8)] {
-			fmt.Fprintf(w, "- %s at %s\n", code(n.name), n.at.UTC().Format("2006-01-02 15:04 UTC"))
-		}
+	if len(nexts) == 0 {
+		return
 	}
-	if st := LedgerStatus(rep); len(st) > 0 {
-		fmt.Fprintf(w, "\n%s\n", strings.Join(st, ".\n\n"))
+	fmt.Fprintln(w, "\n### Next runs")
+	fmt.Fprintln(w)
+	for _, n := range nexts[:min(len(nexts), 8)] {
+		fmt.Fprintf(w, "- %s at %s\n", code(n.name), n.at.UTC().Format("2006-01-02 15:04 UTC"))
 	}
 }
 

@@ -40,52 +40,12 @@ func Terminal(w io.Writer, rep *runner.Report, verbose bool, paint Paint) {
 	if rep.Repaired != nil {
 		fmt.Fprintf(w, "  repaired the ledger: cut %d bytes of %s, kept %d lines\n", rep.Repaired.Dropped, rep.Repaired.File, rep.Repaired.Salvaged)
 	}
-	if n := len(rep.NewSchedules); n > 0 {
-		what := fmt.Sprintf("%d new schedules", n)
-		if n == 1 {
-			what = "1 new schedule"
-		}
-		note := ""
-		if rep.DryRun {
-			note = " (a dry run records nothing: the first real run records them)"
-		}
-		fmt.Fprintf(w, "  %s, first seen now: their slots before now are not due%s\n", what, note)
-		width := 0
-		for _, ns := range rep.NewSchedules {
-			width = max(width, len(ns.Name))
-		}
-		for _, ns := range rep.NewSchedules {
-			first := "first slot " + ns.Next.UTC().Format("2006-01-02 15:04Z")
-			switch {
-			case ns.RunNow:
-				first = "runs now (run_immediately)"
-			case ns.Next.IsZero():
-				first = "no time slot (event-triggered, or its cron never fires)"
-			}
-			fmt.Fprintf(w, "    %-*s  %s\n", width, ns.Name, first)
-		}
-	}
+	terminalNewSchedules(w, rep)
 	if len(rep.Outcomes) == 0 {
 		fmt.Fprintln(w, "  nothing is due")
 	}
 	for _, o := range rep.Outcomes {
-		slot := ""
-		if !o.Slot.IsZero() {
-			slot = " @ " + o.Slot.UTC().Format("2006-01-02 15:04Z")
-		}
-		line := fmt.Sprintf("  %s %s%s  [%s, tier %d]", paint(o.Action, fmt.Sprintf("%-17s", o.Action)), o.Name, slot, o.Tool, o.Tier)
-		if why := reasons(o); len(why) > 0 {
-			line += ": " + strings.Join(why, "; ")
-		}
-		fmt.Fprintln(w, line)
-		if o.WouldRun != "" {
-			fmt.Fprintf(w, "      would run: %s\n", o.WouldRun)
-		}
-		if (verbose || o.Action == runner.ActionDryRun) && strings.TrimSpace(o.Output) != "" {
-			for _, l := range strings.Split(strings.TrimRight(o.Output, "\n"), "\n") {
-				fmt.Fprintf(w, "      | %s\n", l)
-			}
-		}
+		terminalOutcome(w, o, verbose, paint)
 	}
 	for _, n := range rep.Approvals {
 		pr := ""
@@ -112,6 +72,60 @@ func Terminal(w io.Writer, rep *runner.Report, verbose bool, paint Paint) {
 	}
 }
 
+// terminalNewSchedules lists the schedules a run saw first, with when
+// each first runs.
+func terminalNewSchedules(w io.Writer, rep *runner.Report) {
+	n := len(rep.NewSchedules)
+	if n == 0 {
+		return
+	}
+	what := fmt.Sprintf("%d new schedules", n)
+	if n == 1 {
+		what = "1 new schedule"
+	}
+	note := ""
+	if rep.DryRun {
+		note = " (a dry run records nothing: the first real run records them)"
+	}
+	fmt.Fprintf(w, "  %s, first seen now: their slots before now are not due%s\n", what, note)
+	width := 0
+	for _, ns := range rep.NewSchedules {
+		width = max(width, len(ns.Name))
+	}
+	for _, ns := range rep.NewSchedules {
+		first := "first slot " + ns.Next.UTC().Format("2006-01-02 15:04Z")
+		switch {
+		case ns.RunNow:
+			first = "runs now (run_immediately)"
+		case ns.Next.IsZero():
+			first = "no time slot (event-triggered, or its cron never fires)"
+		}
+		fmt.Fprintf(w, "    %-*s  %s\n", width, ns.Name, first)
+	}
+}
+
+// terminalOutcome is one outcome's line with why, what a dry run would
+// run, and its tool's output when verbose or a dry run.
+func terminalOutcome(w io.Writer, o *runner.Outcome, verbose bool, paint Paint) {
+	slot := ""
+	if !o.Slot.IsZero() {
+		slot = " @ " + o.Slot.UTC().Format("2006-01-02 15:04Z")
+	}
+	line := fmt.Sprintf("  %s %s%s  [%s, tier %d]", paint(o.Action, fmt.Sprintf("%-17s", o.Action)), o.Name, slot, o.Tool, o.Tier)
+	if why := reasons(o); len(why) > 0 {
+		line += ": " + strings.Join(why, "; ")
+	}
+	fmt.Fprintln(w, line)
+	if o.WouldRun != "" {
+		fmt.Fprintf(w, "      would run: %s\n", o.WouldRun)
+	}
+	if (verbose || o.Action == runner.ActionDryRun) && strings.TrimSpace(o.Output) != "" {
+		for _, l := range strings.Split(strings.TrimRight(o.Output, "\n"), "\n") {
+			fmt.Fprintf(w, "      | %s\n", l)
+		}
+	}
+}
+
 // reasons says why an outcome is what it is, in short clauses.
 func reasons(o *runner.Outcome) []string {
 	var why []string
@@ -129,6 +143,13 @@ func reasons(o *runner.Outcome) []string {
 	case o.Action == runner.ActionAwaitingApproval:
 		why = append(why, "approve with `astra approve "+o.Name+"`")
 	}
+	return append(why, whatNext(o)...)
+}
+
+// whatNext says what follows an outcome: a retry, the dead-letter queue,
+// slots its catch-up policy left out, a chained step.
+func whatNext(o *runner.Outcome) []string {
+	var why []string
 	if !o.RetryAt.IsZero() {
 		why = append(why, "retry at "+o.RetryAt.UTC().Format(time.RFC3339))
 	}

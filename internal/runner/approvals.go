@@ -58,7 +58,7 @@ func (s *session) checkApprovals(ctx context.Context) error {
 	tokens := s.pendingTokens()
 	for _, sc := range s.r.cfg.Schedules {
 		if req := s.state().Approvals[sc.ID]; req != nil {
-			if err := s.settleRequest(ctx, sc, req); err != nil {
+			if err := s.advanceApproval(ctx, sc, req); err != nil {
 				return err
 			}
 		}
@@ -71,9 +71,9 @@ func (s *session) checkApprovals(ctx context.Context) error {
 	return nil
 }
 
-// settleRequest moves one open request on: expired, approved, rejected,
+// advanceApproval moves one open request on: expired, approved, rejected,
 // refused or still waiting.
-func (s *session) settleRequest(ctx context.Context, sc *model.Schedule, req *state.Approval) error {
+func (s *session) advanceApproval(ctx context.Context, sc *model.Schedule, req *state.Approval) error {
 	if !s.now.Before(req.ExpiresAt) {
 		return s.expire(ctx, sc, req)
 	}

@@ -196,7 +196,7 @@ func (r *Runner) RefuseTrigger(ctx context.Context, event, reason, why string) (
 // check the request against), then commits and pushes them like a run. A
 // refusal's event is recorded too, and its error returned.
 func (r *Runner) record(ctx context.Context, command string, build func(s *session) ([]*ledger.Event, error)) (rep *Report, err error) {
-	release, err := r.settle(ctx, command)
+	release, err := r.recoverLeftovers(ctx, command)
 	defer release()
 	if err != nil {
 		return nil, err

@@ -23,7 +23,7 @@ import (
 // Everything a task records goes through s.mu.
 func (s *session) execute(ctx context.Context, tasks []*task) {
 	if s.fan != nil {
-		s.fan.hand() // astra plan: the claims are out; the matrix's jobs run them
+		s.fan.dispatch() // astra plan: the claims are out; the matrix's jobs run them
 		return
 	}
 	var queues [][]*task
@@ -102,7 +102,7 @@ func (s *session) runTask(ctx context.Context, t *task) {
 	}
 	w := s.watchWrites(t)
 	res := r.exec.Run(ctx, req)
-	s.settleWrites(t, w, res)
+	s.sortWrites(t, w, res)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -445,6 +445,8 @@ permissions:
   approve: [founder]
 task_policies:
   - {task_type: ship, auto_execute: false, approver_role: founder}
+trust:
+  accept_risk: these tests exercise runs and approvals, not the repository's setup (posture_test.go does)
 `
 
 // newEnv writes schedules (YAML) and the test policies into a fresh

@@ -102,7 +102,7 @@ func (r *Runner) Plan(ctx context.Context, o PlanOptions) (*Plan, error) {
 	if len(o.RunsOn) == 0 {
 		o.RunsOn = model.Labels{DefaultRunsOn}
 	}
-	if err := r.fresh(ctx); err != nil {
+	if err := r.pullBeforeFanOut(ctx); err != nil {
 		return nil, err
 	}
 	var f *fanOut
@@ -119,7 +119,7 @@ func (r *Runner) Plan(ctx context.Context, o PlanOptions) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Report: rep, MaxParallel: o.MaxParallel}
-	if f.handed {
+	if f.dispatched {
 		p.Jobs = f.jobs
 	}
 	return p, err
@@ -128,12 +128,12 @@ func (r *Runner) Plan(ctx context.Context, o PlanOptions) (*Plan, error) {
 // fanOut is the state of a plan's session: what its claims hold, and the
 // jobs they become.
 type fanOut struct {
-	opts   PlanOptions
-	busy   map[string]string // decideDue's busy lanes; this plan's claims join them
-	queue  time.Duration     // wall clock and startup of the jobs claimed so far
-	caps   money.USD         // cost caps of the claims so far
-	jobs   []Job
-	handed bool // the claims are out: the jobs may run them
+	opts       PlanOptions
+	busy       map[string]string // decideDue's busy lanes; this plan's claims join them
+	queue      time.Duration     // wall clock and startup of the jobs claimed so far
+	caps       money.USD         // cost caps of the claims so far
+	jobs       []Job
+	dispatched bool // the claims are out: the jobs may run them
 }
 
 // lanes watches decideDue's busy lanes. A plan claims one task per lane:
@@ -201,9 +201,9 @@ func (f *fanOut) build(s *session, tasks []*task) error {
 	return nil
 }
 
-// hand gives the tasks to the matrix, in place of running them: their
-// claims are out.
-func (f *fanOut) hand() { f.handed = true }
+// dispatch gives the tasks to the matrix's jobs, in place of running
+// them: their claims are out.
+func (f *fanOut) dispatch() { f.dispatched = true }
 
 // jobName names a job after its schedule: its name, or its id when the
 // name reads like a secret ("rotate token abcdefghijkl").
@@ -235,10 +235,11 @@ func chainWallClock(cfg *model.Config, sc *model.Schedule) time.Duration {
 	return d
 }
 
-// fresh brings the remote's ledger in before deciding (rounds does it for
-// a state branch): a job's checkout predates the claim its plan pushed, a
-// plan's the outcomes its jobs pushed since.
-func (r *Runner) fresh(ctx context.Context) error {
+// pullBeforeFanOut brings the remote's ledger in before a plan or one of
+// its jobs decides (rounds does it for a state branch): a job's checkout
+// predates the claim its plan pushed, a plan's the outcomes its jobs
+// pushed since.
+func (r *Runner) pullBeforeFanOut(ctx context.Context) error {
 	if r.git == nil || r.opts.DryRun || r.opts.NoPush || r.opts.StateBranch {
 		return nil
 	}
@@ -256,7 +257,7 @@ func (r *Runner) RunClaim(ctx context.Context, key string) (*Report, error) {
 	// is named after its claim too, so the ledger tells them apart.
 	sum := sha256.Sum256([]byte(key))
 	r.opts.RunnerID += "-" + hex.EncodeToString(sum[:4])
-	if err := r.fresh(ctx); err != nil {
+	if err := r.pullBeforeFanOut(ctx); err != nil {
 		return nil, err
 	}
 	var refused error

@@ -55,14 +55,20 @@ func keys(jobs []Job) string {
 	return strings.Join(ks, " ")
 }
 
-// A plan claims without running anything; its claims are marked for jobs
-// and their deadlines allow for the jobs queued ahead (two at once, one
-// minute of start-up each). A job's run.started moves the deadline to its
-// own start.
-func TestPlanClaimsForJobs(t *testing.T) {
+// planABC is an environment where a plan at 09:00:30 claimed a, b and c
+// for jobs, two at once.
+func planABC(t *testing.T) (*env, *Plan) {
+	t.Helper()
 	e := newEnv(t, fanSchedules)
 	e.runDue("2026-11-22T08:00:00Z")
-	p := e.plan("2026-11-22T09:00:30Z", PlanOptions{MaxParallel: 2})
+	return e, e.plan("2026-11-22T09:00:30Z", PlanOptions{MaxParallel: 2})
+}
+
+// A plan claims without running anything; its claims are marked for jobs
+// and their deadlines allow for the jobs queued ahead (two at once, one
+// minute of start-up each).
+func TestPlanClaimsForJobs(t *testing.T) {
+	e, p := planABC(t)
 	if got := keys(p.Jobs); got != "a@2026-11-22T09:00:00Z b@2026-11-22T09:00:00Z c@2026-11-22T09:00:00Z" {
 		t.Fatalf("jobs: %s", got)
 	}
@@ -85,14 +91,19 @@ func TestPlanClaimsForJobs(t *testing.T) {
 			}
 		}
 	}
+}
 
+// A job's run.started moves its claim's deadline to the job's own start;
+// the claims of jobs not started yet keep theirs.
+func TestJobStartMovesTheDeadline(t *testing.T) {
+	e, _ := planABC(t)
 	job := e.clone()
 	rep, err := job.runner("2026-11-22T09:20:00Z").RunClaim(context.Background(), "c@2026-11-22T09:00:00Z")
 	if err != nil || outcome(t, rep, "c").Action != ActionRan {
 		t.Fatalf("job c: %v %+v", err, rep)
 	}
 	check := e.clone()
-	st, _, err := state.Replay(ledger.Open(check.dir, 0), now.Add(time.Hour))
+	st, _, err := state.Replay(ledger.Open(check.dir, 0), time.Date(2026, 11, 22, 10, 0, 30, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -174,8 +174,8 @@ func (s *session) checkSigner(ctx context.Context, sc *model.Schedule, a *state.
 }
 
 // retryGranted decides an automatic retry of a run that consumed an
-// approval: it runs, without a new approval, only while the action is
-// still the one approved. Otherwise the slot goes to the dead letter,
+// approval: it may run (true), without a new approval, only while the
+// action is still the one approved. Otherwise the slot goes to the dead letter,
 // recorded with what changed: a person may release it (`astra dead-letter
 // retry`), and the released retry then needs an approval of its own.
 func (s *session) retryGranted(t *task, g *state.Grant) (bool, error) {
@@ -187,7 +187,7 @@ func (s *session) retryGranted(t *task, g *state.Grant) (bool, error) {
 		ch = approval.Changes(approval.DecodeAction(g.Action), now)
 	}
 	if len(ch) == 0 {
-		return true, s.claim(t)
+		return true, nil
 	}
 	why := fmt.Sprintf("the retry of %s would not run what %s approved: %s", t.key, orUnknown(g.By), strings.Join(ch, "; "))
 	ref := t.event(ledger.ApprovalRefused, ledger.StatusRefused)

@@ -9,10 +9,12 @@ import (
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/ledgerops"
 	"github.com/astra-gitops/astra/internal/state"
 )
 
-// recovered is what settle found an earlier run left and put right.
+// recovered is what recoverLeftovers found an earlier run left and put
+// right.
 type recovered struct {
 	notes    []string         // said in the report's warnings
 	repaired *ledger.Repaired // a torn tail cut (--repair)
@@ -23,7 +25,8 @@ type recovered struct {
 const reasonNotClaimed = "not_claimed"
 
 // finishReport adds to a report what the run did outside its sessions:
-// what settle and git recovered from, and the commits that stay local.
+// what recoverLeftovers and git recovered from, and the commits that stay
+// local.
 func (r *Runner) finishReport(rep *Report) {
 	if rep == nil || r.git == nil {
 		return
@@ -39,15 +42,16 @@ func (r *Runner) finishReport(rep *Report) {
 	}
 }
 
-// settle starts every run that may write. It keeps other astra runs out
-// of the checkout until release is called, finishes a sync an earlier run was killed in, and makes
-// sure nothing an earlier run recorded stays local: events it appended and
-// did not commit are committed, and commits the remote lacks (a kill
-// between commit and push, a --no-push run, a push that failed) are pushed
-// before anything is decided, replayed on top of the remote ledger when
-// the remote moved meanwhile, as after a lost push race. What it did goes
-// to the run's warnings.
-func (r *Runner) settle(ctx context.Context, command string) (release func(), err error) {
+// recoverLeftovers starts every run that may write. It keeps other astra
+// runs out of the checkout until release is called, finishes a sync an
+// earlier run was killed in, and makes sure nothing an earlier run
+// recorded stays local: events it appended and did not commit are
+// committed, and commits the remote lacks (a kill between commit and push,
+// a --no-push run, a push that failed) are pushed before anything is
+// decided, replayed on top of the remote ledger when the remote moved
+// meanwhile, as after a lost push race. What it did goes to the run's
+// warnings.
+func (r *Runner) recoverLeftovers(ctx context.Context, command string) (release func(), err error) {
 	release = func() {}
 	if r.git == nil || r.opts.DryRun {
 		return release, nil
@@ -56,33 +60,14 @@ func (r *Runner) settle(ctx context.Context, command string) (release func(), er
 	if err != nil {
 		return release, errkind.Infraf("%w", err)
 	}
-	return unlock, r.settleLocked(ctx, command)
+	return unlock, r.recoverLeftoversLocked(ctx, command)
 }
 
-func (r *Runner) settleLocked(ctx context.Context, command string) error {
-	n, known := 0, false
-	var err error
-	if !r.opts.NoPush {
-		if n, known, err = r.git.Unpushed(); err != nil {
-			return errkind.Infraf("looking for commits the remote lacks: %w", err)
-		}
-	}
-	var ahead []string
-	switch {
-	case !r.opts.StateBranch:
-		if ahead, err = r.restoreDrift(); err != nil {
-			return err
-		}
-	case n > 0:
-		// The checkout holds the default branch's copy of the ledger, or
-		// whatever the last run left: the local state branch is what was
-		// committed (appends a killed run did not commit are not known).
-		if err := r.materializeLedger(); err != nil {
-			return err
-		}
-	}
-	if len(ahead) == 0 && n == 0 {
-		return nil
+// recoverLeftoversLocked is recoverLeftovers once the run lock is held.
+func (r *Runner) recoverLeftoversLocked(ctx context.Context, command string) error {
+	n, known, ahead, err := r.findLeftovers()
+	if err != nil || (len(ahead) == 0 && n == 0) {
+		return err
 	}
 	// Something is left: read it only from a ledger that verifies (and
 	// is repaired first with --repair).
@@ -98,26 +83,70 @@ func (r *Runner) settleLocked(ctx context.Context, command string) error {
 		}
 	}
 	if len(ahead) > 0 {
-		msg := fmt.Sprintf("astra: record the events a run appended and did not commit\n\nrunner: %s", r.opts.RunnerID)
-		if anchors := s.j.Anchors(); len(anchors) > 0 {
-			msg += "\n\n" + ledger.FormatAnchors(anchors)
-		}
-		if _, _, err := r.git.Commit(msg, ahead...); err != nil {
-			return errkind.Infraf("committing the events an earlier run left uncommitted: %w", err)
-		}
-		r.prior.notes = append(r.prior.notes, fmt.Sprintf("committed %s: an earlier run appended to it and was stopped before its commit", strings.Join(ahead, ", ")))
-		if !r.opts.NoPush {
-			if n, known, err = r.git.Unpushed(); err != nil {
-				return errkind.Infraf("looking for commits the remote lacks: %w", err)
-			}
-			if !known {
-				n = 1 // the remote's state is unknown: let the push tell
-			}
+		if n, err = r.commitAhead(s, ahead, n); err != nil {
+			return err
 		}
 	}
 	if r.opts.NoPush || (len(pending) == 0 && n == 0) {
 		return nil
 	}
+	return r.pushLeftovers(ctx, command, pending, n)
+}
+
+// findLeftovers counts the commits the remote lacks (n; known is false
+// when that cannot be told) and finishes a sync an earlier run was killed
+// in, returning the ledger files it appended to and did not commit.
+func (r *Runner) findLeftovers() (n int, known bool, ahead []string, err error) {
+	if !r.opts.NoPush {
+		if n, known, err = r.git.Unpushed(); err != nil {
+			return 0, false, nil, errkind.Infraf("looking for commits the remote lacks: %w", err)
+		}
+	}
+	switch {
+	case !r.opts.StateBranch:
+		if ahead, err = r.restoreDrift(); err != nil {
+			return 0, false, nil, err
+		}
+	case n > 0:
+		// The checkout holds the default branch's copy of the ledger, or
+		// whatever the last run left: the local state branch is what was
+		// committed (appends a killed run did not commit are not known).
+		if err := r.materializeLedger(); err != nil {
+			return 0, false, nil, err
+		}
+	}
+	return n, known, ahead, nil
+}
+
+// commitAhead commits the ledger files an earlier run appended to and
+// did not commit, and returns the commits the remote now lacks (n when
+// not pushing).
+func (r *Runner) commitAhead(s *session, ahead []string, n int) (int, error) {
+	msg := fmt.Sprintf("astra: record the events a run appended and did not commit\n\nrunner: %s", r.opts.RunnerID)
+	if anchors := s.j.Anchors(); len(anchors) > 0 {
+		msg += "\n\n" + ledger.FormatAnchors(anchors)
+	}
+	if _, _, err := r.git.Commit(msg, ahead...); err != nil {
+		return n, errkind.Infraf("committing the events an earlier run left uncommitted: %w", err)
+	}
+	r.prior.notes = append(r.prior.notes, fmt.Sprintf("committed %s: an earlier run appended to it and was stopped before its commit", strings.Join(ahead, ", ")))
+	if r.opts.NoPush {
+		return n, nil
+	}
+	n, known, err := r.git.Unpushed()
+	if err != nil {
+		return n, errkind.Infraf("looking for commits the remote lacks: %w", err)
+	}
+	if !known {
+		n = 1 // the remote's state is unknown: let the push tell
+	}
+	return n, nil
+}
+
+// pushLeftovers pushes the n commits (pending: their events) an earlier
+// run left unpushed, or records their events on top of the remote ledger
+// when the remote moved meanwhile or a claim among them never reached it.
+func (r *Runner) pushLeftovers(ctx context.Context, command string, pending []*ledger.Event, n int) error {
 	kept, dropped := withoutOrphanClaims(pending)
 	if dropped == 0 {
 		err := r.git.Push(ctx)
@@ -142,12 +171,12 @@ func (r *Runner) replayLeftovers(ctx context.Context, command string, pending []
 	if err != nil {
 		return err
 	}
-	fresh, err := notInLedger(r.opts.Root, pending)
+	unrecorded, err := notInLedger(r.opts.Root, pending)
 	if err != nil {
 		return errkind.Ledger(err, "")
 	}
 	var keep []*ledger.Event
-	for _, e := range fresh {
+	for _, e := range unrecorded {
 		if !redundant(s.state(), e) {
 			keep = append(keep, e)
 		}
@@ -175,7 +204,7 @@ func (r *Runner) replayLeftovers(ctx context.Context, command string, pending []
 // finish writing (older than the tip's, or missing) is restored. It
 // returns the files holding appends that were not committed.
 func (r *Runner) restoreDrift() (ahead []string, err error) {
-	for _, p := range ledgerPaths {
+	for _, p := range ledgerops.Paths {
 		d, err := r.git.Drift(p)
 		if err != nil {
 			return nil, errkind.Infraf("comparing %s with the branch: %w", p, err)
@@ -197,7 +226,7 @@ func (r *Runner) restoreDrift() (ahead []string, err error) {
 // materializeLedger puts the ledger files of astra's branch in the
 // worktree.
 func (r *Runner) materializeLedger() error {
-	for _, p := range ledgerPaths {
+	for _, p := range ledgerops.Paths {
 		if err := r.git.Materialize(p); err != nil {
 			return errkind.Infraf("writing %s from the branch: %w", p, err)
 		}

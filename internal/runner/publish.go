@@ -38,7 +38,7 @@ type Syncer interface {
 	Warnings() []string
 	// Branch is the branch astra commits to; Head its local tip ("" before
 	// its first commit); HeadHas whether the checked-out commit has a path.
-	// They tell where the ledger lives (see checkHome).
+	// They tell where the ledger lives (see checkLedgerBranch).
 	Branch() string
 	Head() (string, error)
 	HeadHas(path string) (bool, error)
@@ -126,11 +126,6 @@ func raceBackoff(raced int) time.Duration {
 	d := 50 * time.Millisecond << min(max(raced-1, 0), 6)
 	return d + rand.N(d)
 }
-
-// ledgerPaths are the files and directories astra appends to; after a sync
-// they must match the branch tip. Approval tokens are not among them: on a
-// state branch they arrive on the default branch, through merged PRs.
-var ledgerPaths = []string{ledger.Dir + "/", ledger.ApprovalLogDir + "/" + ledger.ApprovalLog, state.MemoryDir + "/", state.StateDir + "/"}
 
 // pull fetches the branch astra commits to and puts its ledger files in
 // the worktree.
@@ -293,32 +288,12 @@ func (s *session) mergeSpills(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var evs []*ledger.Event
-		for _, line := range bytes.Split(bytes.TrimSpace(files["events.ndjson"]), []byte{'\n'}) {
-			if len(line) == 0 {
-				continue
-			}
-			var e ledger.Event
-			if err := ledger.Unmarshal(line, &e); err != nil {
-				return fmt.Errorf("spill %s: %w", name, err)
-			}
-			if !redundant(s.state(), &e) {
-				evs = append(evs, &e)
-			}
-		}
-		// A spill merged and pushed before its deletion went through (a
-		// run killed in between) is in the ledger already.
-		if evs, err = notInLedger(s.r.opts.Root, evs); err != nil {
+		evs, err := s.spillEvents(files)
+		if err != nil {
 			return fmt.Errorf("spill %s: %w", name, err)
 		}
-		if len(evs) == 0 {
-			if n, known, err := s.r.git.Unpushed(); err == nil && known && n == 0 {
-				// Every event of it is on the remote already.
-				if err := s.r.git.DeleteSpill(ctx, name); err != nil {
-					s.report.Errors = append(s.report.Errors, fmt.Sprintf("deleting merged spill %s: %v", name, err))
-				}
-				continue
-			}
+		if len(evs) == 0 && s.deletePushedSpill(ctx, name) {
+			continue
 		}
 		if err := s.j.Record(evs...); err != nil {
 			return err
@@ -330,6 +305,39 @@ func (s *session) mergeSpills(ctx context.Context) error {
 		s.spills = append(s.spills, name)
 	}
 	return nil
+}
+
+// deletePushedSpill deletes a spill that adds nothing to the ledger once
+// the remote has every commit here, and reports whether it did.
+func (s *session) deletePushedSpill(ctx context.Context, name string) bool {
+	if n, known, err := s.r.git.Unpushed(); err != nil || !known || n != 0 {
+		return false
+	}
+	// Every event of it is on the remote already.
+	if err := s.r.git.DeleteSpill(ctx, name); err != nil {
+		s.report.Errors = append(s.report.Errors, fmt.Sprintf("deleting merged spill %s: %v", name, err))
+	}
+	return true
+}
+
+// spillEvents are the events of a spill's files that the ledger lacks.
+func (s *session) spillEvents(files map[string][]byte) ([]*ledger.Event, error) {
+	var evs []*ledger.Event
+	for _, line := range bytes.Split(bytes.TrimSpace(files["events.ndjson"]), []byte{'\n'}) {
+		if len(line) == 0 {
+			continue
+		}
+		var e ledger.Event
+		if err := ledger.Unmarshal(line, &e); err != nil {
+			return nil, err
+		}
+		if !redundant(s.state(), &e) {
+			evs = append(evs, &e)
+		}
+	}
+	// A spill merged and pushed before its deletion went through (a run
+	// killed in between) is in the ledger already.
+	return notInLedger(s.r.opts.Root, evs)
 }
 
 func sanitizeRef(s string) string {

@@ -20,9 +20,10 @@ import (
 // Rollback is `astra rollback <run>`: the tool's compensating command
 // runs for a completed run, through the same gates as the run, with the
 // original run's id and output (ASTRA_ROLLBACK_OF, ASTRA_ORIGINAL_OUTPUT).
-// The person running it must hold the rollback permission. A run is
-// rolled back at most once unless force is set; rollback.completed or
-// rollback.failed is recorded either way.
+// The person running it must hold the rollback permission. When the
+// schedule's runs need an approval, so does each rollback (rollbackApproval).
+// A run is rolled back at most once unless force is set; rollback.completed
+// or rollback.failed is recorded either way.
 func (r *Runner) Rollback(ctx context.Context, run string, id identity.Identity, force bool) (*Report, error) {
 	rep, err := r.rollback(ctx, run, id, force)
 	if rep != nil && ctx.Err() != nil {
@@ -39,28 +40,9 @@ func (r *Runner) rollback(ctx context.Context, run string, id identity.Identity,
 	if err != nil {
 		return nil, err
 	}
-	found, err := introspect.Tasks(ledger.Open(r.opts.Root, r.opts.SegmentSize), s.now,
-		introspect.Query{Status: "all", Since: s.now.Add(-state.RollbackWindow)})
+	target, sc, err := r.rollbackTarget(s.now, run)
 	if err != nil {
-		return nil, errkind.Ledger(err, "")
-	}
-	var target *introspect.Task
-	for i := range found {
-		done := found[i].Status == "completed" || found[i].Status == "rolled_back"
-		if done && (found[i].RunID == run || found[i].Key == run) {
-			target = &found[i]
-			break // newest first
-		}
-	}
-	if target == nil {
-		if m := introspect.Missing(ledger.Open(r.opts.Root, r.opts.SegmentSize), s.now.Add(-state.RollbackWindow)); m != "" {
-			return nil, errkind.Usagef("no completed run %q in the ledger here; %s", run, m)
-		}
-		return nil, errkind.Usagef("no completed run %q in the last two months (see `astra tasks list --status completed`)", run)
-	}
-	sc := r.cfg.Schedule(target.ScheduleID)
-	if sc == nil {
-		return nil, errkind.Usagef("schedule %s of run %s is no longer configured", target.ScheduleID, run)
+		return nil, err
 	}
 	if err := s.permit(ctx, model.VerbRollback, target.RunID, id, sc); err != nil {
 		return s.report, s.refused(ctx, err)
@@ -123,6 +105,35 @@ func (r *Runner) rollback(ctx context.Context, run string, id identity.Identity,
 	}
 	s.checkGlobalBudget()
 	return s.report, s.finish(ctx)
+}
+
+// rollbackTarget finds the newest completed run that run names (a run id
+// or an idempotency key) within RollbackWindow of now, and its schedule.
+func (r *Runner) rollbackTarget(now time.Time, run string) (*introspect.Task, *model.Schedule, error) {
+	since := now.Add(-state.RollbackWindow)
+	found, err := introspect.Tasks(ledger.Open(r.opts.Root, r.opts.SegmentSize), now, introspect.Query{Status: "all", Since: since})
+	if err != nil {
+		return nil, nil, errkind.Ledger(err, "")
+	}
+	var target *introspect.Task
+	for i := range found {
+		done := found[i].Status == "completed" || found[i].Status == "rolled_back"
+		if done && (found[i].RunID == run || found[i].Key == run) {
+			target = &found[i]
+			break // newest first
+		}
+	}
+	if target == nil {
+		if m := introspect.Missing(ledger.Open(r.opts.Root, r.opts.SegmentSize), since); m != "" {
+			return nil, nil, errkind.Usagef("no completed run %q in the ledger here; %s", run, m)
+		}
+		return nil, nil, errkind.Usagef("no completed run %q in the last two months (see `astra tasks list --status completed`)", run)
+	}
+	sc := r.cfg.Schedule(target.ScheduleID)
+	if sc == nil {
+		return nil, nil, errkind.Usagef("schedule %s of run %s is no longer configured", target.ScheduleID, run)
+	}
+	return target, sc, nil
 }
 
 // rollbackSuffix ends the key of a run's rollback: its approval is asked

@@ -87,7 +87,7 @@ func (r *Runner) run(ctx context.Context, command string, decide func(*session) 
 	ctx, span := r.opts.Tracer.Start(ctx, "astra "+command, telemetry.Parent(r.opts.TraceParent),
 		telemetry.Attrs(telemetry.AttrDryRun, r.opts.DryRun))
 	defer func() { span.End(err) }()
-	release, err := r.settle(ctx, command)
+	release, err := r.recoverLeftovers(ctx, command)
 	defer release()
 	if err == nil {
 		rep, err = r.rounds(ctx, command, decide)
@@ -117,6 +117,9 @@ func (r *Runner) approvalsPossible() bool {
 	return false
 }
 
+// rounds opens a session, brings it up to date, decides with decide and
+// pushes the claims before anything runs; a claim push that loses a race
+// starts a new round on the remote's ledger, up to maxRounds.
 func (r *Runner) rounds(ctx context.Context, command string, decide func(*session) ([]*task, error)) (*Report, error) {
 	if err := r.pullState(ctx); err != nil {
 		return nil, err
@@ -128,14 +131,7 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 			return nil, err
 		}
 		s.report.Raced = raced
-		s.report.Warnings = append(s.report.Warnings, plan.ClockWarnings(r.cfg, s.state(), s.newest, s.now)...)
-		if err := s.mergeSpills(ctx); err != nil {
-			return nil, errkind.Infraf("merging spilled events: %w", err)
-		}
-		if err := s.syncSchedules(); err != nil {
-			return nil, err
-		}
-		if err := s.checkApprovals(ctx); err != nil {
+		if err := s.prepare(ctx); err != nil {
 			return nil, err
 		}
 		// Decisions are written together: nothing outside this process
@@ -161,20 +157,7 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 				}
 			}
 			if err != nil {
-				// Only a lost race is another runner's doing; anything
-				// else (a lock, the network) is said as it is.
-				reason, why := reasonNotClaimed, "claim not recorded: "+s.r.opts.Redact.String(err.Error())+"; nothing ran, the next run takes it"
-				if errors.Is(err, gitops.ErrProtected) {
-					why = "claim not pushed: the remote refuses pushes to " + r.git.Branch() + " (protected branch); nothing ran"
-				}
-				if errors.Is(err, errRaced) {
-					reason, why = ledger.ReasonDuplicate, "claim not pushed: other runners kept pushing first; the next run takes it"
-					err = errkind.Infraf("other runners pushed first %d times; nothing ran: %w", round+1, err)
-				}
-				for _, t := range tasks {
-					t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionSkipped, reason, why
-				}
-				return s.report, err
+				return s.report, s.notClaimed(tasks, err, round+1)
 			}
 		}
 		s.execute(ctx, tasks)
@@ -188,6 +171,39 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 	}
 }
 
+// prepare brings a session up to date before it decides: the clock's
+// warnings, spilled events merged, schedules' definitions recorded,
+// approvals moved on.
+func (s *session) prepare(ctx context.Context) error {
+	s.report.Warnings = append(s.report.Warnings, plan.ClockWarnings(s.r.cfg, s.state(), s.newest, s.now)...)
+	if err := s.mergeSpills(ctx); err != nil {
+		return errkind.Infraf("merging spilled events: %w", err)
+	}
+	if err := s.syncSchedules(); err != nil {
+		return err
+	}
+	return s.checkApprovals(ctx)
+}
+
+// notClaimed marks tasks skipped because their claims could not be
+// pushed (err, after tries attempts) and returns the error to stop with.
+// Only a lost race is another runner's doing; anything else (a lock, the
+// network) is said as it is.
+func (s *session) notClaimed(tasks []*task, err error, tries int) error {
+	reason, why := reasonNotClaimed, "claim not recorded: "+s.r.opts.Redact.String(err.Error())+"; nothing ran, the next run takes it"
+	if errors.Is(err, gitops.ErrProtected) {
+		why = "claim not pushed: the remote refuses pushes to " + s.r.git.Branch() + " (protected branch); nothing ran"
+	}
+	if errors.Is(err, errRaced) {
+		reason, why = ledger.ReasonDuplicate, "claim not pushed: other runners kept pushing first; the next run takes it"
+		err = errkind.Infraf("other runners pushed first %d times; nothing ran: %w", tries, err)
+	}
+	for _, t := range tasks {
+		t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionSkipped, reason, why
+	}
+	return err
+}
+
 // decideDue gates every due candidate in order, recording each decision,
 // and returns the tasks that may run.
 func (s *session) decideDue(ctx context.Context) ([]*task, error) {
@@ -197,27 +213,8 @@ func (s *session) decideDue(ctx context.Context) ([]*task, error) {
 	var tasks []*task
 	processed := 0
 	for _, c := range cands {
-		switch c.Kind {
-		case plan.KindMissed:
-			t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, 1, "")
-			t.outcome.Missed, t.outcome.MissedMore = c.Missed, c.MissedMore
-			if err := s.skip(t, ledger.ReasonMissed, fmt.Sprintf("%s late, beyond the catch-up window %s (policy %s)",
-				s.now.Sub(c.Slot).Round(time.Minute), c.Schedule.Catchup.Window.D(), c.Schedule.Catchup.Policy)); err != nil {
-				return nil, err
-			}
-			if err := s.recordDropped(c); err != nil {
-				return nil, err
-			}
-			continue
-		case plan.KindLost:
-			t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, c.Attempt, c.Open.TraceID)
-			if err := s.lost(t, c.Open); err != nil {
-				return nil, err
-			}
-			continue
-		case plan.KindStale:
-			t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, c.Attempt, c.Open.TraceID)
-			if err := s.stale(t, c.Open); err != nil {
+		if done, err := s.recordUnrunnable(c); done || err != nil {
+			if err != nil {
 				return nil, err
 			}
 			continue
@@ -235,20 +232,7 @@ func (s *session) decideDue(ctx context.Context) ([]*task, error) {
 			continue
 		}
 		processed++
-		trace := ""
-		if c.Open != nil {
-			trace = c.Open.TraceID
-		}
-		t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, c.Attempt, trace)
-		t.outcome.Missed, t.outcome.MissedMore = c.Missed, c.MissedMore
-		if c.Kind == plan.KindApproved {
-			if a := s.state().Approvals[c.Schedule.ID]; a != nil {
-				if a.TraceID != "" {
-					t.traceID, t.outcome.TraceID = a.TraceID, a.TraceID
-				}
-				t.eventData = string(a.Event) // what was approved is what runs
-			}
-		}
+		t := s.dueTask(c)
 		ok, err := s.gate(ctx, t)
 		if err == nil {
 			err = s.recordDropped(c)
@@ -261,6 +245,49 @@ func (s *session) decideDue(ctx context.Context) ([]*task, error) {
 		}
 	}
 	return tasks, nil
+}
+
+// recordUnrunnable records a candidate that cannot run, whatever the
+// gates say: a slot missed beyond its catch-up window, a claim lost, an
+// open slot gone stale. It reports whether c was one.
+func (s *session) recordUnrunnable(c plan.Candidate) (bool, error) {
+	switch c.Kind {
+	case plan.KindMissed:
+		t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, 1, "")
+		t.outcome.Missed, t.outcome.MissedMore = c.Missed, c.MissedMore
+		if err := s.skip(t, ledger.ReasonMissed, fmt.Sprintf("%s late, beyond the catch-up window %s (policy %s)",
+			s.now.Sub(c.Slot).Round(time.Minute), c.Schedule.Catchup.Window.D(), c.Schedule.Catchup.Policy)); err != nil {
+			return true, err
+		}
+		return true, s.recordDropped(c)
+	case plan.KindLost:
+		t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, c.Attempt, c.Open.TraceID)
+		return true, s.lost(t, c.Open)
+	case plan.KindStale:
+		t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, c.Attempt, c.Open.TraceID)
+		return true, s.stale(t, c.Open)
+	}
+	return false, nil
+}
+
+// dueTask is the task of a candidate the gates decide on: in the trace of
+// its open slot, or of its approval, running what was approved.
+func (s *session) dueTask(c plan.Candidate) *task {
+	trace := ""
+	if c.Open != nil {
+		trace = c.Open.TraceID
+	}
+	t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, c.Attempt, trace)
+	t.outcome.Missed, t.outcome.MissedMore = c.Missed, c.MissedMore
+	if c.Kind == plan.KindApproved {
+		if a := s.state().Approvals[c.Schedule.ID]; a != nil {
+			if a.TraceID != "" {
+				t.traceID, t.outcome.TraceID = a.TraceID, a.TraceID
+			}
+			t.eventData = string(a.Event) // what was approved is what runs
+		}
+	}
+	return t
 }
 
 // busyLanes names, per lane, a run holding it: a live claim (before its
@@ -328,7 +355,11 @@ func (s *session) gate(ctx context.Context, t *task) (bool, error) {
 		return false, s.skip(t, d.Reason, d.Detail)
 	case gate.NeedApproval:
 		if g := s.state().Granted[t.key]; g != nil && t.kind == plan.KindRetry {
-			return s.retryGranted(t, g) // retried under the approval its first attempt consumed
+			// Retried under the approval its first attempt consumed.
+			if ok, err := s.retryGranted(t, g); !ok || err != nil {
+				return false, err
+			}
+			break
 		}
 		if a := s.grantFor(t); a != nil {
 			if ok, err := s.useGrant(ctx, t, a); !ok || err != nil {
@@ -349,6 +380,9 @@ func (s *session) gate(ctx context.Context, t *task) (bool, error) {
 			return false, s.wait(t, detail)
 		}
 		return false, s.requestApproval(ctx, t, d)
+	}
+	if ok, err := s.admitTier2(ctx, t); !ok || err != nil {
+		return false, err
 	}
 	return true, s.claim(t)
 }

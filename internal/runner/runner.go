@@ -21,9 +21,11 @@ import (
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/ledgerops"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/money"
 	"github.com/astra-gitops/astra/internal/plan"
+	"github.com/astra-gitops/astra/internal/posture"
 	"github.com/astra-gitops/astra/internal/redact"
 	"github.com/astra-gitops/astra/internal/state"
 	"github.com/astra-gitops/astra/internal/telemetry"
@@ -75,6 +77,12 @@ type Options struct {
 	// TraceParent is the W3C traceparent of whatever started astra: the
 	// run's span continues it, and new tasks join its trace.
 	TraceParent string
+	// Posture is what the safety posture check before the first tier-2
+	// run reads besides the checkout and the policies (posture.go): its
+	// Forge nil means no GitHub, so the API checks are unknown and tier 2
+	// stops unless trust.accept_risk. Root, Policies, Run and Tier2Only
+	// are the runner's.
+	Posture posture.Input
 }
 
 // Runner runs schedules under the configuration.
@@ -84,7 +92,9 @@ type Runner struct {
 	exec  Executor
 	git   Syncer
 	forge Forge
-	prior recovered // what settle recovered from, for the report
+	prior recovered // what recoverLeftovers recovered from, for the report
+	// posture is the run's one check of the safety posture (posture.go).
+	posture postureVerdict
 }
 
 // New returns a runner. git and forge may be nil: then nothing is
@@ -139,6 +149,9 @@ type session struct {
 	fan     *fanOut   // astra plan: claims go to a job matrix, nothing runs here (fanout.go)
 	newest  time.Time // ts of the ledger's newest event when replayed
 	label   string    // the commit message's first line, when not the usual
+	// riskAccepted: trust.risk_accepted is recorded; postureOutage: the
+	// posture check's outage is reported (posture.go).
+	riskAccepted, postureOutage bool
 }
 
 // open replays the ledger and starts a journal, repairing a broken tail
@@ -158,18 +171,18 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	}
 	var ce *ledger.CorruptError
 	if errors.As(err, &ce) && r.opts.Repair && !r.opts.DryRun {
-		if s.report.Repaired, err = RepairLedger(r.opts.Root, r.opts.SegmentSize, r.opts.Clock, r.sizes()); err != nil {
+		if s.report.Repaired, err = ledgerops.Repair(r.opts.Root, r.opts.SegmentSize, r.opts.Clock, r.git); err != nil {
 			return nil, err
 		}
 		st, tail, err = state.Replay(store, now)
 	}
 	if errors.As(err, &ce) {
-		return nil, errkind.Ledger(err, RepairHint(ce))
+		return nil, errkind.Ledger(err, ledgerops.RepairHint(ce))
 	}
 	if err != nil {
 		return nil, errkind.Ledger(err, "")
 	}
-	if err := r.checkHome(st); err != nil {
+	if err := r.checkLedgerBranch(st); err != nil {
 		return nil, err
 	}
 	s.newest = tail.TS
@@ -204,81 +217,6 @@ func (r *Runner) widen(ctx context.Context, store *ledger.Store, s *session, inc
 	s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("this sparse checkout did not hold the month's ledger files a replay needs, so they were fetched once "+
 		"(git sparse-checkout add %s); the snapshot this run writes lets the next fresh checkout start from it again", pattern))
 	return state.Replay(store, s.now)
-}
-
-// GitSizes says how much of a ledger file git already holds (committed on
-// astra's branch, pushed to the remote), so a repair never cuts those
-// bytes. nil when there is no git.
-type GitSizes func(path string) ledger.RepairOptions
-
-// RepairLedger cuts a torn tail (a run killed while writing) off whichever
-// log has one (the ledger, the approval log, agent memory; see
-// ledger.Store.Repair) and records a ledger.repaired event saying what was
-// cut. It returns nil when every log is intact, and refuses damage that is
-// not a torn tail with how to restore the file from git.
-func RepairLedger(root string, segmentSize int64, clock func() time.Time, sizes GitSizes) (*ledger.Repaired, error) {
-	main := ledger.Open(root, segmentSize)
-	for _, store := range []*ledger.Store{main, ledger.OpenApprovalLog(root), ledger.OpenDir(root, state.MemoryDir, 0)} {
-		segs, err := store.Segments()
-		if err != nil {
-			return nil, errkind.Ledger(err, "")
-		}
-		_, err = ledger.Verify(root, segs)
-		var ce *ledger.CorruptError
-		if !errors.As(err, &ce) {
-			if err != nil {
-				return nil, errkind.Default(err, errkind.ErrInfra)
-			}
-			continue
-		}
-		var opts ledger.RepairOptions
-		if sizes != nil {
-			opts = sizes(ce.File)
-		}
-		rep, err := store.Repair(segs, ce, opts)
-		switch {
-		case errors.Is(err, ledger.ErrNotRepairable):
-			return nil, errkind.Ledger(err, "") // the message says how to restore it
-		case err != nil:
-			return nil, errkind.Ledger(err, RepairHint(ce))
-		}
-		st, tail, err := state.Replay(main, clock().UTC())
-		if err != nil {
-			return nil, errkind.Ledger(fmt.Errorf("still broken after repair: %w", err), "")
-		}
-		detail, _ := json.Marshal(rep)
-		j := state.NewJournal(main, st, tail, clock, false)
-		if err := j.Record(&ledger.Event{Event: ledger.LedgerRepaired, Status: ledger.StatusOK, Detail: detail,
-			Error: fmt.Sprintf("cut %d bytes at offset %d of %s, kept %d complete lines", rep.Dropped, rep.Offset, rep.File, rep.Salvaged)}); err != nil {
-			return rep, errkind.Default(err, errkind.ErrInfra)
-		}
-		return rep, errkind.Default(j.SaveSnapshot(), errkind.ErrInfra) // it may follow a line that was cut
-
-	}
-	return nil, nil
-}
-
-// RepairHint tells the user what to do about a broken ledger: repair a
-// torn tail, restore anything else from git.
-func RepairHint(ce *ledger.CorruptError) string {
-	if ce.Repairable() {
-		return "The last write to the ledger was cut short (a run killed while writing). " +
-			"Run `astra run-due --repair` (or `astra ledger repair`) to cut the broken tail; complete lines are kept and the repair is recorded."
-	}
-	return fmt.Sprintf("%s was changed or damaged after it was written; astra will not cut valid history: %s.", ce.File, ce.Restore())
-}
-
-// sizes asks git how much of a ledger file it holds.
-func (r *Runner) sizes() GitSizes {
-	if r.git == nil {
-		return nil
-	}
-	return func(path string) ledger.RepairOptions {
-		var o ledger.RepairOptions
-		o.Committed, _, _ = r.git.CommittedFileSize(path)
-		o.Pushed, _, _ = r.git.RemoteFileSize(path)
-		return o
-	}
 }
 
 func (s *session) state() *state.State { return s.j.State() }

@@ -130,18 +130,7 @@ func TestSparseCheckoutRuns(t *testing.T) {
 	bare, last := month(t, 15_000)
 	one := sparseCheckout(t, bare)
 	two := sparseCheckout(t, bare)
-	segs, err := ledger.Open(one, sparseSegment).Segments()
-	if err != nil || len(segs) != 1 {
-		t.Fatalf("ledger files checked out: %v %v", segs, err)
-	}
-	full := filepath.Join(t.TempDir(), "full")
-	gittest.Must(t, ".", "clone", "-q", "--depth", "1", "file://"+bare, full)
-	if all, _ := ledger.Open(full, sparseSegment).Segments(); len(all) < 20 {
-		t.Fatalf("the month has only %d ledger files", len(all))
-	}
-	if sparse, whole := packKiB(t, one), packKiB(t, full); sparse*4 > whole {
-		t.Fatalf("the sparse checkout fetched %d KiB, a full one %d KiB", sparse, whole)
-	}
+	checkSparse(t, one, bare)
 
 	rep := tick(t, two, last.Add(7*time.Minute))
 	if !rep.Pushed || len(rep.Warnings) > 0 || rep.Count(ActionRan) != 1 {
@@ -158,7 +147,35 @@ func TestSparseCheckoutRuns(t *testing.T) {
 		t.Fatalf("the sync fetched the month's history")
 	}
 
-	full = filepath.Join(t.TempDir(), "after")
+	st := fullReplay(t, bare, last.Add(13*time.Minute))
+	if sc := st.Schedules["tick"]; sc == nil || sc.LastStatus != "completed" || !sc.LastSlot.Equal(last.Add(12*time.Minute).Truncate(5*time.Minute)) {
+		t.Fatalf("tick in the replayed ledger: %+v", sc)
+	}
+}
+
+// checkSparse: the sparse checkout dir of bare holds one ledger file of
+// the month's many, and fetched a fraction of what a full checkout does.
+func checkSparse(t *testing.T, dir, bare string) {
+	t.Helper()
+	segs, err := ledger.Open(dir, sparseSegment).Segments()
+	if err != nil || len(segs) != 1 {
+		t.Fatalf("ledger files checked out: %v %v", segs, err)
+	}
+	full := filepath.Join(t.TempDir(), "full")
+	gittest.Must(t, ".", "clone", "-q", "--depth", "1", "file://"+bare, full)
+	if all, _ := ledger.Open(full, sparseSegment).Segments(); len(all) < 20 {
+		t.Fatalf("the month has only %d ledger files", len(all))
+	}
+	if sparse, whole := packKiB(t, dir), packKiB(t, full); sparse*4 > whole {
+		t.Fatalf("the sparse checkout fetched %d KiB, a full one %d KiB", sparse, whole)
+	}
+}
+
+// fullReplay clones the whole of bare, verifies its ledger and its
+// snapshot against a full replay, and returns the replayed state at now.
+func fullReplay(t *testing.T, bare string, now time.Time) *state.State {
+	t.Helper()
+	full := filepath.Join(t.TempDir(), "after")
 	gittest.Must(t, ".", "clone", "-q", "file://"+bare, full)
 	store := ledger.Open(full, sparseSegment)
 	allSegs, _ := store.Segments()
@@ -169,13 +186,11 @@ func TestSparseCheckoutRuns(t *testing.T) {
 	if err != nil || check.Note != "" {
 		t.Fatalf("snapshot against a full replay: %+v %v", check, err)
 	}
-	st, _, err := state.ReplayEach(store, last.Add(13*time.Minute), nil)
+	st, _, err := state.ReplayEach(store, now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sc := st.Schedules["tick"]; sc == nil || sc.LastStatus != "completed" || !sc.LastSlot.Equal(last.Add(12*time.Minute).Truncate(5*time.Minute)) {
-		t.Fatalf("tick in the replayed ledger: %+v", sc)
-	}
+	return st
 }
 
 // TestSparseCheckoutUnusableSnapshot: after an upgrade that changes the

@@ -92,11 +92,11 @@ func (s *session) watchWrites(t *task) *watch {
 	return w
 }
 
-// settleWrites scans again after t's tool ran and sorts what changed: its
+// sortWrites scans again after t's tool ran and sorts what changed: its
 // declared writes (committed when the run completed) and anything else it
 // changed (reported). Changes another tool running meanwhile declares are
 // that tool's.
-func (s *session) settleWrites(t *task, w *watch, res executor.Result) {
+func (s *session) sortWrites(t *task, w *watch, res executor.Result) {
 	if w == nil {
 		return
 	}

@@ -62,6 +62,41 @@ type Options struct {
 	// listed for Approver under signing_keys: so that `astra approve` signs
 	// with it; "" leaves a commented example.
 	SigningKey string
+	// LedgerKey is the public half of the ledger key ("ssh-ed25519 AAAA...
+	// comment"), listed in TrustFile; "" when the policies name one already.
+	LedgerKey string
+	// Environment is the GitHub environment the workflows' jobs take the
+	// ledger key from (trust.environment); "" is model's default, astra.
+	Environment string
+}
+
+// TrustFile is where Init lists a new ledger key.
+const TrustFile = "policies/trust.yaml"
+
+// trustFile lists the ledger key in the policies.
+func (o Options) trustFile() []byte {
+	return []byte(`# yaml-language-server: $schema=https://raw.githubusercontent.com/astra-gitops/astra/main/schema/policies.schema.json
+# The ledger key: astra seals what it records with the private half, which
+# only the default branch's cron job holds (the secret ASTRA_LEDGER_KEY of
+# the GitHub environment below, restricted to the default branch); every
+# run verifies the seals with the public half listed here. To rotate, list
+# the new key first: older keys still verify what they sealed.
+trust:
+  ledger_keys:
+    - ` + o.LedgerKey + `
+  environment: ` + o.environment() + `
+  # Until ` + "`astra doctor`" + ` passes, tier-2 (external) tools do not run. To run
+  # them anyway, say why here (recorded on every run), and remove it once
+  # astra doctor passes:
+  # accept_risk: trying astra out before the repository is set up
+`)
+}
+
+func (o Options) environment() string {
+	if o.Environment == "" {
+		return "astra"
+	}
+	return o.Environment
 }
 
 // approvalFiles are the approval example: who approves, an external tool,
@@ -97,8 +132,12 @@ func (o Options) fill(data []byte) []byte {
 	return bytes.ReplaceAll(data, []byte("{{identities}}"), []byte(ids))
 }
 
-// versionPlaceholder stands for the action's ref in the workflow templates.
-const versionPlaceholder = "{{version}}"
+// versionPlaceholder stands for the action's ref in the workflow
+// templates, environmentPlaceholder for the ledger key's environment.
+const (
+	versionPlaceholder     = "{{version}}"
+	environmentPlaceholder = "{{environment}}"
+)
 
 // ActionRef is the ref of the astra action that workflows written by a build
 // of version v pin: v itself when it is a release, so a repository runs the
@@ -131,17 +170,36 @@ func Init(root string, opts Options) (Result, error) {
 	if opts.Approver != "" && !loginRE.MatchString(opts.Approver) {
 		return r, fmt.Errorf("--approver %q is not a GitHub login or @org/team", opts.Approver)
 	}
-	type write struct {
-		rel  string
-		data []byte
-		mode fs.FileMode
+	writes, err := r.planFiles(root, opts)
+	if err != nil {
+		return r, err
 	}
-	var writes []write
+	appended, err := r.planAppends(root, opts.Owner)
+	if err != nil {
+		return r, err
+	}
+	if len(r.Conflicts) > 0 || opts.DryRun {
+		return r, nil
+	}
+	return r, writeAll(root, append(writes, appended...))
+}
+
+// write is one file Init writes.
+type write struct {
+	rel  string
+	data []byte
+	mode fs.FileMode
+}
+
+// planFiles decides what becomes of each scaffold file, noting it in r,
+// and returns the files to write.
+func (r *Result) planFiles(root string, opts Options) ([]write, error) {
 	own := hasOwnConfig(root)
 	ref := opts.ActionVersion
 	if ref == "" {
 		ref = ActionRef(buildinfo.Version())
 	}
+	var writes []write
 	for _, rel := range Files() {
 		example := slices.Contains(approvalFiles, rel)
 		if example && opts.Approver == "" {
@@ -151,42 +209,51 @@ func Init(root string, opts Options) (Result, error) {
 			r.Skipped = append(r.Skipped, rel)
 			continue
 		}
-		data, err := files.ReadFile("files/" + rel)
+		w, err := scaffoldFile(rel, opts, ref, example)
 		if err != nil {
-			return r, err
+			return nil, err
 		}
-		if opts.FanOut && rel == cronWorkflow {
-			data = fanOutWorkflow
+		if writes, err = r.plan(writes, root, w, opts.Force); err != nil {
+			return nil, err
 		}
-		data = bytes.ReplaceAll(data, []byte(versionPlaceholder), []byte(ref))
-		if example {
-			data = opts.fill(data)
-		}
-		mode := fs.FileMode(0o644)
-		if strings.HasSuffix(rel, ".sh") {
-			mode = 0o755
-		}
-		old, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(rel)))
-		switch {
-		case os.IsNotExist(err):
-			r.Created = append(r.Created, rel)
-		case err != nil:
-			return r, err
-		case bytes.Equal(old, data):
-			r.Unchanged = append(r.Unchanged, rel)
-			continue
-		case opts.Force:
-			r.Replaced = append(r.Replaced, rel)
-		default:
-			r.Conflicts = append(r.Conflicts, rel)
-			continue
-		}
-		writes = append(writes, write{rel, data, mode})
 	}
-	for _, a := range appends(opts.Owner) {
+	if opts.LedgerKey != "" {
+		return r.plan(writes, root, write{TrustFile, opts.trustFile(), 0o644}, opts.Force)
+	}
+	return writes, nil
+}
+
+// scaffoldFile is the content of scaffold file rel: the fan-out workflow
+// in place of the cron one, the action pinned to ref, the approver filled
+// into the approval example.
+func scaffoldFile(rel string, opts Options, ref string, example bool) (write, error) {
+	data, err := files.ReadFile("files/" + rel)
+	if err != nil {
+		return write{}, err
+	}
+	if opts.FanOut && rel == cronWorkflow {
+		data = fanOutWorkflow
+	}
+	data = bytes.ReplaceAll(data, []byte(versionPlaceholder), []byte(ref))
+	data = bytes.ReplaceAll(data, []byte(environmentPlaceholder), []byte(opts.environment()))
+	if example {
+		data = opts.fill(data)
+	}
+	mode := fs.FileMode(0o644)
+	if strings.HasSuffix(rel, ".sh") {
+		mode = 0o755
+	}
+	return write{rel, data, mode}, nil
+}
+
+// planAppends adds astra's lines to CODEOWNERS and .gitattributes unless
+// they are there already, noting each in r.
+func (r *Result) planAppends(root, owner string) ([]write, error) {
+	var writes []write
+	for _, a := range appends(owner) {
 		old, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(a.rel)))
 		if err != nil && !os.IsNotExist(err) {
-			return r, err
+			return nil, err
 		}
 		if bytes.Contains(old, []byte(a.marker)) {
 			r.Unchanged = append(r.Unchanged, a.rel)
@@ -204,22 +271,45 @@ func Init(root string, opts Options) (Result, error) {
 		}
 		writes = append(writes, write{a.rel, data, 0o644})
 	}
-	if len(r.Conflicts) > 0 || opts.DryRun {
-		return r, nil
-	}
+	return writes, nil
+}
+
+func writeAll(root string, writes []write) error {
 	for _, w := range writes {
 		p := filepath.Join(root, filepath.FromSlash(w.rel))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return r, err
+			return err
 		}
 		if err := os.WriteFile(p, w.data, w.mode); err != nil {
-			return r, err
+			return err
 		}
 		if err := os.Chmod(p, w.mode); err != nil {
-			return r, err
+			return err
 		}
 	}
-	return r, nil
+	return nil
+}
+
+
+// plan notes what becomes of w (created, unchanged, replaced with
+// force, else a conflict) and adds it to writes when it is to be written.
+func (r *Result) plan(writes []write, root string, w write, force bool) ([]write, error) {
+	old, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(w.rel)))
+	switch {
+	case os.IsNotExist(err):
+		r.Created = append(r.Created, w.rel)
+	case err != nil:
+		return nil, err
+	case bytes.Equal(old, w.data):
+		r.Unchanged = append(r.Unchanged, w.rel)
+		return writes, nil
+	case force:
+		r.Replaced = append(r.Replaced, w.rel)
+	default:
+		r.Conflicts = append(r.Conflicts, w.rel)
+		return writes, nil
+	}
+	return append(writes, w), nil
 }
 
 // hasOwnConfig reports whether root already has schedules or policies other
@@ -233,7 +323,7 @@ func hasOwnConfig(root string) bool {
 			}
 			rel, _ := filepath.Rel(root, p)
 			ext := filepath.Ext(p)
-			if (ext == ".yaml" || ext == ".yml") && !slices.Contains(Files(), filepath.ToSlash(rel)) {
+			if (ext == ".yaml" || ext == ".yml") && !slices.Contains(Files(), filepath.ToSlash(rel)) && filepath.ToSlash(rel) != TrustFile {
 				found = true
 				return fs.SkipAll
 			}
@@ -251,7 +341,7 @@ type appendix struct{ rel, marker, text string }
 // ownedPaths are what CODEOWNERS gives an owner: everything that decides
 // what runs, as whom, and who may decide it (the state snapshot included:
 // runs start from it).
-var ownedPaths = []string{"/.astra.yaml", "/.github/CODEOWNERS", "/.github/workflows/", "/policies/", "/schedules/", "/scripts/tools/", "/var/approvals/", "/var/state/"}
+var ownedPaths = []string{"/.astra.yaml", "/.github/", "/policies/", "/schedules/", "/scripts/tools/", "/var/approvals/", "/var/state/"}
 
 // appends are the lines added to files a repository may already have.
 func appends(owner string) []appendix {

@@ -1,6 +1,7 @@
 package scaffold
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/astra-gitops/astra/internal/config"
+	"github.com/astra-gitops/astra/internal/posture"
+	"github.com/astra-gitops/astra/internal/seal"
 )
 
 // TestInitValidates: a new repository goes from nothing to a setup that
@@ -38,7 +41,7 @@ func TestInitValidates(t *testing.T) {
 		t.Error("the tool script is not executable")
 	}
 	owners, _ := os.ReadFile(filepath.Join(root, ".github/CODEOWNERS"))
-	for _, p := range []string{"/.astra.yaml", "/.github/CODEOWNERS", "/.github/workflows/", "/policies/", "/schedules/", "/scripts/tools/", "/var/approvals/"} {
+	for _, p := range []string{"/.astra.yaml", "/.github/", "/policies/", "/schedules/", "/scripts/tools/", "/var/approvals/"} {
 		if !strings.Contains(string(owners), "\n"+p+" @octo/maintainers\n") {
 			t.Errorf("CODEOWNERS does not give %s an owner:\n%s", p, owners)
 		}
@@ -176,17 +179,7 @@ func TestValidateWorkflowSafeOnPullRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var wf struct {
-			On          map[string]any    `yaml:"on"`
-			Permissions map[string]string `yaml:"permissions"`
-			Jobs        map[string]struct {
-				Permissions any `yaml:"permissions"`
-				Steps       []struct {
-					Uses string         `yaml:"uses"`
-					With map[string]any `yaml:"with"`
-				} `yaml:"steps"`
-			} `yaml:"jobs"`
-		}
+		var wf validateWorkflow
 		if err := yaml.Unmarshal(raw, &wf); err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
@@ -196,28 +189,55 @@ func TestValidateWorkflowSafeOnPullRequests(t *testing.T) {
 		if len(wf.Permissions) != 1 || wf.Permissions["contents"] != "read" {
 			t.Errorf("%s: permissions %v, want contents: read only", file, wf.Permissions)
 		}
-		var code []string // the comments explain why; only the rest counts
-		for _, line := range strings.Split(string(raw), "\n") {
-			if !strings.HasPrefix(strings.TrimSpace(line), "#") {
-				code = append(code, line)
-			}
-		}
+		code := withoutComments(string(raw)) // the comments explain why; only the rest counts
 		for _, bad := range []string{"pull_request_target", "secrets.", "github.token", "GITHUB_TOKEN"} {
-			if strings.Contains(strings.Join(code, "\n"), bad) {
+			if strings.Contains(code, bad) {
 				t.Errorf("%s mentions %s", file, bad)
 			}
 		}
-		for name, job := range wf.Jobs {
-			if job.Permissions != nil {
-				t.Errorf("%s: job %s sets its own permissions", file, name)
+		checkJobs(t, file, wf)
+	}
+}
+
+// validateWorkflow is what TestValidateWorkflowSafeOnPullRequests reads of
+// a workflow.
+type validateWorkflow struct {
+	On          map[string]any    `yaml:"on"`
+	Permissions map[string]string `yaml:"permissions"`
+	Jobs        map[string]struct {
+		Permissions any `yaml:"permissions"`
+		Steps       []struct {
+			Uses string         `yaml:"uses"`
+			With map[string]any `yaml:"with"`
+		} `yaml:"steps"`
+	} `yaml:"jobs"`
+}
+
+// withoutComments is a YAML file without its comment lines.
+func withoutComments(raw string) string {
+	var code []string
+	for _, line := range strings.Split(raw, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			code = append(code, line)
+		}
+	}
+	return strings.Join(code, "\n")
+}
+
+// checkJobs: no job widens the workflow's permissions, and every checkout
+// is of the default ref without persisting its token.
+func checkJobs(t *testing.T, file string, wf validateWorkflow) {
+	t.Helper()
+	for name, job := range wf.Jobs {
+		if job.Permissions != nil {
+			t.Errorf("%s: job %s sets its own permissions", file, name)
+		}
+		for _, s := range job.Steps {
+			if !strings.HasPrefix(s.Uses, "actions/checkout@") {
+				continue
 			}
-			for _, s := range job.Steps {
-				if !strings.HasPrefix(s.Uses, "actions/checkout@") {
-					continue
-				}
-				if s.With["persist-credentials"] != false || s.With["ref"] != nil || s.With["repository"] != nil {
-					t.Errorf("%s: checkout %v: want persist-credentials: false and the default ref", file, s.With)
-				}
+			if s.With["persist-credentials"] != false || s.With["ref"] != nil || s.With["repository"] != nil {
+				t.Errorf("%s: checkout %v: want persist-credentials: false and the default ref", file, s.With)
 			}
 		}
 	}
@@ -234,5 +254,57 @@ func TestActionRef(t *testing.T) {
 		if got := ActionRef(v); got != want {
 			t.Errorf("ActionRef(%q) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+// TestInitPassesTheFileChecks: what init writes (with an owner and a
+// ledger key) is what astra doctor asks of the files: CODEOWNERS covers
+// what decides what runs, every checkout keeps no credentials, the jobs
+// that get the ledger key declare its environment and ask for no more
+// than they use; the key is listed in the policies. The fan-out workflow
+// too, and with another environment.
+func TestInitPassesTheFileChecks(t *testing.T) {
+	_, pub, err := seal.Generate("astra ledger key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []Options{
+		{Owner: "@octo/maintainers", Approver: "octocat", LedgerKey: pub.String()},
+		{Owner: "@octo/maintainers", LedgerKey: pub.String(), FanOut: true, Environment: "ledger"},
+	} {
+		root := t.TempDir()
+		res, err := Init(root, opts)
+		if err != nil || !slices.Contains(res.Created, TrustFile) {
+			t.Fatalf("%+v %v", res, err)
+		}
+		cfg, diags, err := config.Load(root)
+		if err != nil || diags.Errors() > 0 {
+			t.Fatalf("does not validate: %v %v", err, diags)
+		}
+		if k := cfg.Policies.Trust.LedgerKeys; len(k) != 1 || k[0] != pub.String() || cfg.Policies.Trust.EnvironmentName() != opts.environment() {
+			t.Fatalf("trust = %+v", cfg.Policies.Trust)
+		}
+		checks, _ := posture.Run(context.Background(), posture.Input{Root: root, Policies: &cfg.Policies, Tier2Only: true})
+		for _, c := range checks {
+			if (c.Name == posture.CodeOwners || c.Name == posture.Workflows) && c.Status != posture.Pass {
+				t.Errorf("fan-out %v: %s", opts.FanOut, c)
+			}
+		}
+		again, err := Init(root, opts)
+		if err != nil || len(again.Created)+len(again.Replaced)+len(again.Conflicts)+len(again.Skipped) != 0 {
+			t.Fatalf("second init: %+v %v", again, err)
+		}
+	}
+}
+
+// TestInitDryRunWritesNothing, a new key included.
+func TestInitDryRunWritesNothing(t *testing.T) {
+	root := t.TempDir()
+	res, err := Init(root, Options{DryRun: true, LedgerKey: "ssh-ed25519 AAAA", Approver: "octocat"})
+	if err != nil || !slices.Contains(res.Created, TrustFile) {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Fatalf("a dry run wrote %v", entries)
 	}
 }

@@ -131,4 +131,3 @@ func TestSSHKeygen(t *testing.T) {
 	os.WriteFile(allowed, []byte("astra "+string(pubLine)), 0o600)
 	run(msg, "-Y", "verify", "-f", allowed, "-I", "astra", "-n", Ledger, "-s", sigFile)
 }
-

@@ -222,23 +222,9 @@ func (j *Journal) Record(evs ...*ledger.Event) error {
 	}
 	apply := main
 	if !j.dry {
-		if len(main) > 0 {
-			seg, newMonth := j.store.Target(j.tail, main[0].TS)
-			// Held lines count, uncompressed (more than they will take),
-			// towards the segment's size: a batch rolls over like appends.
-			if len(j.held) > 0 && (seg.Path != j.heldSeg.Path || int64(len(j.held)) >= j.store.Room(seg)) {
-				if err := j.Flush(); err != nil {
-					return err
-				}
-				seg, newMonth = j.store.Target(j.tail, main[0].TS)
-			}
-			if newMonth && !j.tail.Empty() {
-				apply = append(j.st.Checkpoint(main[0].TS), main...)
-			}
-			if err := j.append(seg, apply); err != nil {
-				return err
-			}
-			j.files = append(j.files, seg.Path)
+		var err error
+		if apply, err = j.appendMain(main); err != nil {
+			return err
 		}
 		for _, sd := range j.sides {
 			if err := j.appendSide(sd, evs); err != nil {
@@ -251,6 +237,32 @@ func (j *Journal) Record(evs ...*ledger.Event) error {
 	}
 	j.recorded = append(j.recorded, evs...)
 	return nil
+}
+
+// appendMain appends the ledger's events, after a checkpoint when they
+// open a new month, and returns what was appended.
+func (j *Journal) appendMain(main []*ledger.Event) ([]*ledger.Event, error) {
+	if len(main) == 0 {
+		return main, nil
+	}
+	seg, newMonth := j.store.Target(j.tail, main[0].TS)
+	// Held lines count, uncompressed (more than they will take),
+	// towards the segment's size: a batch rolls over like appends.
+	if len(j.held) > 0 && (seg.Path != j.heldSeg.Path || int64(len(j.held)) >= j.store.Room(seg)) {
+		if err := j.Flush(); err != nil {
+			return nil, err
+		}
+		seg, newMonth = j.store.Target(j.tail, main[0].TS)
+	}
+	apply := main
+	if newMonth && !j.tail.Empty() {
+		apply = append(j.st.Checkpoint(main[0].TS), main...)
+	}
+	if err := j.append(seg, apply); err != nil {
+		return nil, err
+	}
+	j.files = append(j.files, seg.Path)
+	return apply, nil
 }
 
 // append writes events to seg, or holds their lines while Batch runs.

@@ -430,12 +430,58 @@ func ownSlot(e *ledger.Event) bool {
 func (s *State) Apply(e *ledger.Event) {
 	s.Events++
 	if ownSlot(e) {
-		sc := s.schedule(e.ScheduleID)
-		if e.Slot.After(sc.LastSlot) {
-			sc.LastSlot = e.Slot
-		}
-		sc.DecidedAt = e.TS
+		s.served(e)
 	}
+	switch e.Event {
+	case ledger.RunClaimed, ledger.RunStarted, ledger.RunCompleted, ledger.RunFailed, ledger.RunRetryScheduled,
+		ledger.RunDeadLettered, ledger.DeadLetterReleased, ledger.RunSkipped:
+		s.applyRun(e)
+	case ledger.ApprovalRequested, ledger.ApprovalApproved, ledger.ApprovalRejected, ledger.ApprovalExpired,
+		ledger.ApprovalConsumed, ledger.ApprovalRefused, ledger.ApprovalIgnored:
+		s.applyApproval(e)
+	case ledger.BudgetWarning, ledger.BudgetExceeded, ledger.BudgetPaused, ledger.BudgetResumed:
+		s.applyBudget(e)
+	case ledger.ScheduleCreated, ledger.ScheduleUpdated, ledger.ScheduleDeleted:
+		s.applySchedule(e)
+	case ledger.TriggerAccepted:
+		var d TriggerDetail
+		if json.Unmarshal(e.Detail, &d) == nil {
+			if d.Signature != "" {
+				s.Signatures[d.Signature] = e.ExpiresAt
+			}
+			if d.JWT != "" {
+				s.Signatures[d.JWT] = d.JWTExpires
+			}
+		}
+	case ledger.RollbackCompleted:
+		var d RollbackDetail
+		if json.Unmarshal(e.Detail, &d) == nil && d.Run != "" {
+			s.RolledBack[d.Run] = e.TS
+		}
+	case ledger.LedgerCheckpoint:
+		if e.Status == ledger.StatusContinued {
+			s.merge(e.Detail)
+		} else {
+			s.restore(e.Detail)
+		}
+	case ledger.LedgerMigrated:
+		s.Moved = moveOf(e)
+	}
+}
+
+// served notes an event about one of a schedule's own slots: the newest
+// slot decided, and when a run last served it.
+func (s *State) served(e *ledger.Event) {
+	sc := s.schedule(e.ScheduleID)
+	if e.Slot.After(sc.LastSlot) {
+		sc.LastSlot = e.Slot
+	}
+	sc.DecidedAt = e.TS
+}
+
+// applyRun folds an event of a run's life: claimed, started by a job,
+// ended, to be retried, dead-lettered and released, or skipped.
+func (s *State) applyRun(e *ledger.Event) {
 	switch e.Event {
 	case ledger.RunClaimed:
 		s.putOpen(e.IdempotencyKey, &Open{
@@ -453,27 +499,10 @@ func (s *State) Apply(e *ledger.Event) {
 			o.Plan.Started, o.Runner, o.Deadline = e.TS, e.Runner, e.ExpiresAt
 		}
 	case ledger.RunCompleted, ledger.RunFailed:
-		s.delOpen(e.IdempotencyKey)
+		s.ended(e)
 		if e.Event == ledger.RunCompleted {
 			delete(s.Granted, e.IdempotencyKey)
 		}
-		sc := s.schedule(e.ScheduleID)
-		sc.LastRunAt = e.TS
-		if e.Event == ledger.RunCompleted {
-			sc.LastStatus = "completed"
-			if e.Tier >= 1 {
-				if d := s.day(e.TS); sc.Day != d {
-					sc.Day, sc.Consumed = d, 0
-				}
-				sc.Consumed++
-			}
-			if !ownSlot(e) {
-				s.Done[e.IdempotencyKey] = e.TS
-			}
-		} else {
-			sc.LastStatus = "failed"
-		}
-		s.addSpend(e)
 	case ledger.RunRetryScheduled:
 		s.putOpen(e.IdempotencyKey, &Open{
 			ScheduleID: e.ScheduleID, Slot: e.Slot, Mode: e.Mode, Status: OpenRetry, Attempt: max(e.Attempt, 1),
@@ -504,6 +533,36 @@ func (s *State) Apply(e *ledger.Event) {
 		// that is no longer allowed).
 		s.delOpen(e.IdempotencyKey)
 		delete(s.Granted, e.IdempotencyKey)
+	}
+}
+
+// ended folds a run's outcome: the claim closes, a tier-1 success counts
+// against the day's run budget, a manual or event key is done, and what
+// it spent is added.
+func (s *State) ended(e *ledger.Event) {
+	s.delOpen(e.IdempotencyKey)
+	sc := s.schedule(e.ScheduleID)
+	sc.LastRunAt = e.TS
+	if e.Event == ledger.RunCompleted {
+		sc.LastStatus = "completed"
+		if e.Tier >= 1 {
+			if d := s.day(e.TS); sc.Day != d {
+				sc.Day, sc.Consumed = d, 0
+			}
+			sc.Consumed++
+		}
+		if !ownSlot(e) {
+			s.Done[e.IdempotencyKey] = e.TS
+		}
+	} else {
+		sc.LastStatus = "failed"
+	}
+	s.addSpend(e)
+}
+
+// applyApproval folds an approval request and what became of it.
+func (s *State) applyApproval(e *ledger.Event) {
+	switch e.Event {
 	case ledger.ApprovalRequested:
 		d := detailOf(e)
 		s.Approvals[e.ScheduleID] = &Approval{
@@ -512,27 +571,7 @@ func (s *State) Apply(e *ledger.Event) {
 			Branch: d.Branch, Head: d.Head, Token: d.Token, Action: d.Action, Event: d.Event, Rollback: d.Rollback,
 		}
 	case ledger.ApprovalApproved:
-		d := detailOf(e)
-		a := s.Approvals[e.ScheduleID]
-		if a == nil || a.Key != e.IdempotencyKey {
-			// A signed approval of a slot nothing requested yet.
-			a = &Approval{Key: e.IdempotencyKey, Slot: e.Slot, RequestedAt: e.TS, TraceID: e.TraceID, Mode: e.Mode, PayloadHash: e.PayloadHash,
-				Event: d.Event, Rollback: d.Rollback}
-			s.Approvals[e.ScheduleID] = a
-		}
-		a.Status, a.By, a.Via, a.Signer = ledger.StatusApproved, e.By, d.Via, d.Signer
-		if e.PR != 0 {
-			a.PR = e.PR
-		}
-		if !e.ExpiresAt.IsZero() {
-			a.ExpiresAt = e.ExpiresAt
-		}
-		if d.Token != "" {
-			a.Token = d.Token
-		}
-		if len(d.Action) > 0 {
-			a.Action = d.Action
-		}
+		s.approved(e)
 	case ledger.ApprovalRejected, ledger.ApprovalExpired:
 		if a := s.Approvals[e.ScheduleID]; a != nil && (e.IdempotencyKey == "" || a.Key == e.IdempotencyKey) {
 			delete(s.Approvals, e.ScheduleID)
@@ -555,21 +594,37 @@ func (s *State) Apply(e *ledger.Event) {
 		if a := s.Approvals[e.ScheduleID]; d.Settles && a != nil && a.Key == e.IdempotencyKey {
 			delete(s.Approvals, e.ScheduleID)
 		}
-	case ledger.TriggerAccepted:
-		var d TriggerDetail
-		if json.Unmarshal(e.Detail, &d) == nil {
-			if d.Signature != "" {
-				s.Signatures[d.Signature] = e.ExpiresAt
-			}
-			if d.JWT != "" {
-				s.Signatures[d.JWT] = d.JWTExpires
-			}
-		}
-	case ledger.RollbackCompleted:
-		var d RollbackDetail
-		if json.Unmarshal(e.Detail, &d) == nil && d.Run != "" {
-			s.RolledBack[d.Run] = e.TS
-		}
+	}
+}
+
+// approved folds an approval: of the open request, or of a slot nothing
+// requested yet (a signed approval).
+func (s *State) approved(e *ledger.Event) {
+	d := detailOf(e)
+	a := s.Approvals[e.ScheduleID]
+	if a == nil || a.Key != e.IdempotencyKey {
+		a = &Approval{Key: e.IdempotencyKey, Slot: e.Slot, RequestedAt: e.TS, TraceID: e.TraceID, Mode: e.Mode, PayloadHash: e.PayloadHash,
+			Event: d.Event, Rollback: d.Rollback}
+		s.Approvals[e.ScheduleID] = a
+	}
+	a.Status, a.By, a.Via, a.Signer = ledger.StatusApproved, e.By, d.Via, d.Signer
+	if e.PR != 0 {
+		a.PR = e.PR
+	}
+	if !e.ExpiresAt.IsZero() {
+		a.ExpiresAt = e.ExpiresAt
+	}
+	if d.Token != "" {
+		a.Token = d.Token
+	}
+	if len(d.Action) > 0 {
+		a.Action = d.Action
+	}
+}
+
+// applyBudget folds the global budget's alerts, pauses and resumes.
+func (s *State) applyBudget(e *ledger.Event) {
+	switch e.Event {
 	case ledger.BudgetWarning, ledger.BudgetExceeded:
 		if e.Period != "" {
 			s.Alerted[AlertKey(e.Period, e.TS, e.Threshold)] = true
@@ -588,25 +643,22 @@ func (s *State) Apply(e *ledger.Event) {
 			}
 		}
 		s.Resumed[e.Period+":"+periodOf(e.Period, e.TS)] = true
-	case ledger.ScheduleCreated, ledger.ScheduleUpdated:
-		sc := s.schedule(e.ScheduleID)
-		if e.Event == ledger.ScheduleCreated || sc.CreatedAt.IsZero() {
-			sc.CreatedAt = e.TS
-		}
-		sc.Deleted = false
-		s.Known[e.ScheduleID] = e.PayloadHash
-	case ledger.ScheduleDeleted:
-		s.schedule(e.ScheduleID).Deleted = true
-		delete(s.Known, e.ScheduleID)
-	case ledger.LedgerCheckpoint:
-		if e.Status == ledger.StatusContinued {
-			s.merge(e.Detail)
-		} else {
-			s.restore(e.Detail)
-		}
-	case ledger.LedgerMigrated:
-		s.Moved = moveOf(e)
 	}
+}
+
+// applySchedule folds a schedule's definition seen, changed or removed.
+func (s *State) applySchedule(e *ledger.Event) {
+	sc := s.schedule(e.ScheduleID)
+	if e.Event == ledger.ScheduleDeleted {
+		sc.Deleted = true
+		delete(s.Known, e.ScheduleID)
+		return
+	}
+	if e.Event == ledger.ScheduleCreated || sc.CreatedAt.IsZero() {
+		sc.CreatedAt = e.TS
+	}
+	sc.Deleted = false
+	s.Known[e.ScheduleID] = e.PayloadHash
 }
 
 // addSpend adds a run's cost to its day and month, and to Spend when

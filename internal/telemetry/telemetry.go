@@ -185,15 +185,8 @@ type config struct {
 // readConfig reads the OTEL_* variables astra supports.
 func readConfig(getenv func(string) string) (*config, error) {
 	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
-	if strings.EqualFold(get("OTEL_SDK_DISABLED"), "true") {
-		return nil, nil
-	}
-	switch e := get("OTEL_TRACES_EXPORTER"); e {
-	case "none":
-		return nil, nil
-	case "", "otlp":
-	default:
-		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER: astra exports traces with otlp only (or none), not %q", e)
+	if on, err := exporting(get); !on || err != nil {
+		return nil, err
 	}
 	// The traces-specific variables win over the generic ones.
 	signal := func(name string) (string, string) {
@@ -233,6 +226,22 @@ func readConfig(getenv func(string) string) (*config, error) {
 		return nil, fmt.Errorf("%s: %w", name, err) // never the value: it holds credentials
 	}
 	return c, nil
+}
+
+// exporting reports whether the SDK and the traces exporter are on (the
+// exporter being otlp, the only one astra has).
+func exporting(get func(string) string) (bool, error) {
+	if strings.EqualFold(get("OTEL_SDK_DISABLED"), "true") {
+		return false, nil
+	}
+	switch e := get("OTEL_TRACES_EXPORTER"); e {
+	case "none":
+		return false, nil
+	case "", "otlp":
+		return true, nil
+	default:
+		return false, fmt.Errorf("OTEL_TRACES_EXPORTER: astra exports traces with otlp only (or none), not %q", e)
+	}
 }
 
 // parsePairs reads OTEL_EXPORTER_OTLP_HEADERS' "key=value,key=value",

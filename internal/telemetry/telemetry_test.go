@@ -62,6 +62,16 @@ func hostileEnv(t *testing.T) {
 	}
 }
 
+// The scenario's traces and spans: alpha in its own ledger trace, gamma
+// chained after it, beta in the incoming trace, delta a retry in an older
+// trace (its first attempt spanR1).
+var (
+	traceA, traceR         = "4bf92f3577b34da6a3ce929d0e0e4736", "5b8aa5a2d2c872e8321cf37308d69df2"
+	spanA, spanC, spanB    = spanOf("alpha@2026-11-23T09:00:00Z"), spanOf("alpha@2026-11-23T09:00:00Z>gamma"), spanOf("beta@2026-11-23T09:00:00Z")
+	spanR1, spanR2         = spanOf("delta@2026-11-23T08:00:00Z"), spanOf("delta@2026-11-23T08:00:00Z#2")
+	runTrace, incomingSpan = func() (string, string) { tr, sp, _ := ParseTraceParent(incoming); return tr, sp }()
+)
+
 // TestTraceOfRunWithChainedTask records a run continuing an incoming
 // TRACEPARENT, with a task in its own ledger trace and that task's chained
 // step, a task continuing the incoming trace, and a retry in an older
@@ -86,135 +96,177 @@ func TestTraceOfRunWithChainedTask(t *testing.T) {
 				"OTEL_EXPORTER_OTLP_HEADERS":     "x-api-key=" + headerToken + ",x-tenant=acme%20corp",
 			}
 			t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=ci,service.name=not-astra") // the SDK reads this one itself
-			ctx := context.Background()
-			tel, err := Setup(ctx, Options{Getenv: envOf(env), Redact: redactSecret, Version: "1.2.3"})
+			tel, err := Setup(context.Background(), Options{Getenv: envOf(env), Redact: redactSecret, Version: "1.2.3"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			traceA, traceR := "4bf92f3577b34da6a3ce929d0e0e4736", "5b8aa5a2d2c872e8321cf37308d69df2"
-			spanA, spanC, spanB := spanOf("alpha@2026-11-23T09:00:00Z"), spanOf("alpha@2026-11-23T09:00:00Z>gamma"), spanOf("beta@2026-11-23T09:00:00Z")
-			spanR1, spanR2 := spanOf("delta@2026-11-23T08:00:00Z"), spanOf("delta@2026-11-23T08:00:00Z#2")
-			slot := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
-
-			ctx, run := tel.Start(ctx, "astra run-due", Parent(incoming), Kind(trace.SpanKindConsumer), Attrs(AttrDryRun, false))
-			actx, a := tel.Start(ctx, "astra task alpha", TraceID(traceA), SpanID(spanA), Attrs(
-				AttrScheduleID, "alpha", AttrScheduleName, "alpha", AttrSlot, slot, AttrIdempotencyKey, "alpha@2026-11-23T09:00:00Z",
-				AttrTool, "deploy", AttrTier, 1, AttrActor, "astra", AttrAttempt, 1, AttrMode, "scheduled",
-				AttrReason, "payload token="+secret, "astra.labels", []string{"a", secret}))
-			if got, want := a.TraceParent(), "00-"+traceA+"-"+spanA+"-01"; got != want {
-				t.Errorf("task traceparent %s, want the one handed to tools %s", got, want)
-			}
-			_, c := tel.Start(actx, "astra task gamma", TraceID(traceA), SpanID(spanC), Attrs(AttrScheduleID, "gamma"))
-			c.SetAttrs(AttrUsageTokens, int64(120), AttrUsageCostUSD, 0.0042, AttrUsageToolCalls, int64(2), AttrAction, "ran", AttrReason, "")
-			c.End(nil)
-			a.SetAttrs(AttrAction, "ran")
-			a.End(nil)
-			_, b := tel.Start(ctx, "astra task beta", TraceID(run.TraceID()), SpanID(spanB))
-			b.SetAttrs(AttrAction, "failed", AttrReason, "exit_code")
-			b.End(errors.New("tool exited 1: Authorization: " + secret))
-			_, r := tel.Start(ctx, "astra task delta", TraceID(traceR), SpanID(spanR2), Link("00-"+traceR+"-"+spanR1+"-01"), Attrs(AttrAttempt, 2))
-			r.End(nil)
-			run.End(nil)
-			if err := tel.Shutdown(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-
+			runParent := recordRun(t, tel)
 			spans, resources := rec.spans(t)
 			if len(spans) != 5 {
 				t.Fatalf("received %d spans, want 5: %v", len(spans), spans)
 			}
-			runSpan, alpha, gamma, beta, delta := spans["astra run-due"], spans["astra task alpha"], spans["astra task gamma"], spans["astra task beta"], spans["astra task delta"]
-			_, incomingSpan, _ := ParseTraceParent(incoming)
-			runTrace, _, _ := ParseTraceParent(incoming)
-			check := func(name string, s *tracepb.Span, trace, span, parent string) {
-				t.Helper()
-				if s == nil {
-					t.Fatalf("span %s not received", name)
-				}
-				if hexID(s.TraceId) != trace || (span != "" && hexID(s.SpanId) != span) || hexID(s.ParentSpanId) != parent {
-					t.Errorf("%s: trace %x span %x parent %x, want trace %s span %s parent %q", name, s.TraceId, s.SpanId, s.ParentSpanId, trace, span, parent)
-				}
-			}
-			check("run", runSpan, runTrace, "", incomingSpan)
-			runSpanID := hexID(runSpan.SpanId)
-			if run.TraceParent() != "00-"+runTrace+"-"+runSpanID+"-01" {
-				t.Errorf("run traceparent %s", run.TraceParent())
-			}
-			check("alpha", alpha, traceA, spanA, "")
-			check("gamma (chained after alpha)", gamma, traceA, spanC, spanA)
-			check("beta (in the incoming trace)", beta, runTrace, spanB, runSpanID)
-			check("delta (a retry in its old trace)", delta, traceR, spanR2, "")
-			if runSpan.Kind != tracepb.Span_SPAN_KIND_CONSUMER || alpha.Kind != tracepb.Span_SPAN_KIND_INTERNAL {
-				t.Errorf("kinds: run %v, task %v", runSpan.Kind, alpha.Kind)
-			}
-
-			links := func(s *tracepb.Span) []string {
-				var out []string
-				for _, l := range s.Links {
-					out = append(out, hexID(l.TraceId)+"/"+hexID(l.SpanId))
-				}
-				return out
-			}
-			toRun := runTrace + "/" + runSpanID
-			if got := links(alpha); len(got) != 1 || got[0] != toRun {
-				t.Errorf("alpha links %v, want the run span %s", got, toRun)
-			}
-			if got := links(delta); len(got) != 2 || got[0] != traceR+"/"+spanR1 || got[1] != toRun {
-				t.Errorf("delta links %v, want its previous attempt then the run span", got)
-			}
-			if got := links(gamma); len(got) != 0 {
-				t.Errorf("gamma links %v, want none (its parent is alpha)", got)
-			}
-
-			str := func(s *tracepb.Span, k string) string { return attr(s.Attributes, k).GetStringValue() }
-			if str(alpha, AttrScheduleID) != "alpha" || str(alpha, AttrTool) != "deploy" || str(alpha, AttrSlot) != "2026-11-23T09:00:00Z" ||
-				str(alpha, AttrAction) != "ran" || str(alpha, AttrMode) != "scheduled" || str(alpha, AttrReason) != "payload token=[REDACTED]" {
-				t.Errorf("alpha string attributes: %v", alpha.Attributes)
-			}
-			if attr(alpha.Attributes, AttrTier).GetIntValue() != 1 || attr(alpha.Attributes, AttrAttempt).GetIntValue() != 1 {
-				t.Errorf("alpha int attributes: %v", alpha.Attributes)
-			}
-			if v := attr(runSpan.Attributes, AttrDryRun); v == nil || v.GetBoolValue() {
-				t.Errorf("run attributes: %v", runSpan.Attributes)
-			}
-			if attr(gamma.Attributes, AttrUsageTokens).GetIntValue() != 120 || attr(gamma.Attributes, AttrUsageCostUSD).GetDoubleValue() != 0.0042 ||
-				attr(gamma.Attributes, AttrUsageToolCalls).GetIntValue() != 2 || attr(gamma.Attributes, AttrReason) != nil {
-				t.Errorf("gamma usage attributes: %v", gamma.Attributes)
-			}
-			if beta.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || beta.Status.GetMessage() != "tool exited 1: Authorization: [REDACTED]" {
-				t.Errorf("beta status %v", beta.Status)
-			}
-			if alpha.Status.GetCode() != tracepb.Status_STATUS_CODE_UNSET {
-				t.Errorf("alpha status %v", alpha.Status)
-			}
-
-			if len(resources) == 0 {
-				t.Fatal("no resource")
-			}
-			for _, rs := range resources {
-				ra := rs.Resource.Attributes
-				if attr(ra, "service.name").GetStringValue() != "astra" || attr(ra, "service.version").GetStringValue() != "1.2.3" ||
-					attr(ra, "deployment.environment").GetStringValue() != "ci" {
-					t.Errorf("resource %v", ra)
-				}
-			}
-
-			for i, body := range rec.bodies {
-				if bytes.Contains(body, []byte(secret)) || bytes.Contains(body, []byte(headerToken)) {
-					t.Errorf("request %d carries a secret", i)
-				}
-				h := rec.headers[i]
-				if h["x-api-key"] != headerToken || h["x-tenant"] != "acme corp" || h["x-leak"] != "" {
-					t.Errorf("request %d headers %v", i, h)
-				}
-				if rec.gzipped[i] != (tc.compression == "gzip") {
-					t.Errorf("request %d gzipped %v, want %v", i, rec.gzipped[i], tc.compression == "gzip")
-				}
-				if tc.protocol != "grpc" && rec.types[i] != "application/x-protobuf" {
-					t.Errorf("request %d Content-Type %s", i, rec.types[i])
-				}
-			}
+			got := received{spans["astra run-due"], spans["astra task alpha"], spans["astra task gamma"], spans["astra task beta"], spans["astra task delta"]}
+			checkParents(t, got, runParent)
+			checkLinks(t, got)
+			checkAttributes(t, got)
+			checkStatuses(t, got)
+			checkResources(t, resources)
+			checkRequests(t, rec, tc.protocol, tc.compression)
 		})
+	}
+}
+
+// recordRun records the scenario through tel and returns the run span's
+// traceparent.
+func recordRun(t *testing.T, tel *Tracer) string {
+	t.Helper()
+	slot := time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+	ctx, run := tel.Start(context.Background(), "astra run-due", Parent(incoming), Kind(trace.SpanKindConsumer), Attrs(AttrDryRun, false))
+	actx, a := tel.Start(ctx, "astra task alpha", TraceID(traceA), SpanID(spanA), Attrs(
+		AttrScheduleID, "alpha", AttrScheduleName, "alpha", AttrSlot, slot, AttrIdempotencyKey, "alpha@2026-11-23T09:00:00Z",
+		AttrTool, "deploy", AttrTier, 1, AttrActor, "astra", AttrAttempt, 1, AttrMode, "scheduled",
+		AttrReason, "payload token="+secret, "astra.labels", []string{"a", secret}))
+	if got, want := a.TraceParent(), "00-"+traceA+"-"+spanA+"-01"; got != want {
+		t.Errorf("task traceparent %s, want the one handed to tools %s", got, want)
+	}
+	_, c := tel.Start(actx, "astra task gamma", TraceID(traceA), SpanID(spanC), Attrs(AttrScheduleID, "gamma"))
+	c.SetAttrs(AttrUsageTokens, int64(120), AttrUsageCostUSD, 0.0042, AttrUsageToolCalls, int64(2), AttrAction, "ran", AttrReason, "")
+	c.End(nil)
+	a.SetAttrs(AttrAction, "ran")
+	a.End(nil)
+	_, b := tel.Start(ctx, "astra task beta", TraceID(run.TraceID()), SpanID(spanB))
+	b.SetAttrs(AttrAction, "failed", AttrReason, "exit_code")
+	b.End(errors.New("tool exited 1: Authorization: " + secret))
+	_, r := tel.Start(ctx, "astra task delta", TraceID(traceR), SpanID(spanR2), Link("00-"+traceR+"-"+spanR1+"-01"), Attrs(AttrAttempt, 2))
+	r.End(nil)
+	run.End(nil)
+	if err := tel.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return run.TraceParent()
+}
+
+// received are the scenario's spans as the receiver decoded them.
+type received struct{ run, alpha, gamma, beta, delta *tracepb.Span }
+
+// checkParents: each span is in its trace under its parent, the run
+// continuing the incoming trace.
+func checkParents(t *testing.T, got received, runParent string) {
+	t.Helper()
+	check := func(name string, s *tracepb.Span, trace, span, parent string) {
+		t.Helper()
+		if s == nil {
+			t.Fatalf("span %s not received", name)
+		}
+		if hexID(s.TraceId) != trace || (span != "" && hexID(s.SpanId) != span) || hexID(s.ParentSpanId) != parent {
+			t.Errorf("%s: trace %x span %x parent %x, want trace %s span %s parent %q", name, s.TraceId, s.SpanId, s.ParentSpanId, trace, span, parent)
+		}
+	}
+	check("run", got.run, runTrace, "", incomingSpan)
+	runSpanID := hexID(got.run.SpanId)
+	if runParent != "00-"+runTrace+"-"+runSpanID+"-01" {
+		t.Errorf("run traceparent %s", runParent)
+	}
+	check("alpha", got.alpha, traceA, spanA, "")
+	check("gamma (chained after alpha)", got.gamma, traceA, spanC, spanA)
+	check("beta (in the incoming trace)", got.beta, runTrace, spanB, runSpanID)
+	check("delta (a retry in its old trace)", got.delta, traceR, spanR2, "")
+	if got.run.Kind != tracepb.Span_SPAN_KIND_CONSUMER || got.alpha.Kind != tracepb.Span_SPAN_KIND_INTERNAL {
+		t.Errorf("kinds: run %v, task %v", got.run.Kind, got.alpha.Kind)
+	}
+}
+
+// checkLinks: a task in a trace of its own links to the run span, a retry
+// to its previous attempt first; a chained step needs no link.
+func checkLinks(t *testing.T, got received) {
+	t.Helper()
+	links := func(s *tracepb.Span) []string {
+		var out []string
+		for _, l := range s.Links {
+			out = append(out, hexID(l.TraceId)+"/"+hexID(l.SpanId))
+		}
+		return out
+	}
+	toRun := runTrace + "/" + hexID(got.run.SpanId)
+	if l := links(got.alpha); len(l) != 1 || l[0] != toRun {
+		t.Errorf("alpha links %v, want the run span %s", l, toRun)
+	}
+	if l := links(got.delta); len(l) != 2 || l[0] != traceR+"/"+spanR1 || l[1] != toRun {
+		t.Errorf("delta links %v, want its previous attempt then the run span", l)
+	}
+	if l := links(got.gamma); len(l) != 0 {
+		t.Errorf("gamma links %v, want none (its parent is alpha)", l)
+	}
+}
+
+// checkAttributes: attributes arrive typed, redacted, and without the
+// empty ones.
+func checkAttributes(t *testing.T, got received) {
+	t.Helper()
+	alpha, gamma := got.alpha, got.gamma
+	str := func(s *tracepb.Span, k string) string { return attr(s.Attributes, k).GetStringValue() }
+	if str(alpha, AttrScheduleID) != "alpha" || str(alpha, AttrTool) != "deploy" || str(alpha, AttrSlot) != "2026-11-23T09:00:00Z" ||
+		str(alpha, AttrAction) != "ran" || str(alpha, AttrMode) != "scheduled" || str(alpha, AttrReason) != "payload token=[REDACTED]" {
+		t.Errorf("alpha string attributes: %v", alpha.Attributes)
+	}
+	if attr(alpha.Attributes, AttrTier).GetIntValue() != 1 || attr(alpha.Attributes, AttrAttempt).GetIntValue() != 1 {
+		t.Errorf("alpha int attributes: %v", alpha.Attributes)
+	}
+	if v := attr(got.run.Attributes, AttrDryRun); v == nil || v.GetBoolValue() {
+		t.Errorf("run attributes: %v", got.run.Attributes)
+	}
+	if attr(gamma.Attributes, AttrUsageTokens).GetIntValue() != 120 || attr(gamma.Attributes, AttrUsageCostUSD).GetDoubleValue() != 0.0042 ||
+		attr(gamma.Attributes, AttrUsageToolCalls).GetIntValue() != 2 || attr(gamma.Attributes, AttrReason) != nil {
+		t.Errorf("gamma usage attributes: %v", gamma.Attributes)
+	}
+}
+
+// checkStatuses: a failed task's span is an error, its message redacted;
+// a task that ran leaves the status unset.
+func checkStatuses(t *testing.T, got received) {
+	t.Helper()
+	if got.beta.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || got.beta.Status.GetMessage() != "tool exited 1: Authorization: [REDACTED]" {
+		t.Errorf("beta status %v", got.beta.Status)
+	}
+	if got.alpha.Status.GetCode() != tracepb.Status_STATUS_CODE_UNSET {
+		t.Errorf("alpha status %v", got.alpha.Status)
+	}
+}
+
+// checkResources: the resource is astra's, whatever the environment says
+// its service name is.
+func checkResources(t *testing.T, resources []*tracepb.ResourceSpans) {
+	t.Helper()
+	if len(resources) == 0 {
+		t.Fatal("no resource")
+	}
+	for _, rs := range resources {
+		ra := rs.Resource.Attributes
+		if attr(ra, "service.name").GetStringValue() != "astra" || attr(ra, "service.version").GetStringValue() != "1.2.3" ||
+			attr(ra, "deployment.environment").GetStringValue() != "ci" {
+			t.Errorf("resource %v", ra)
+		}
+	}
+}
+
+// checkRequests: no request carries a secret; each carries the configured
+// headers only, compressed and typed as configured.
+func checkRequests(t *testing.T, rec *receiver, protocol, compression string) {
+	t.Helper()
+	for i, body := range rec.bodies {
+		if bytes.Contains(body, []byte(secret)) || bytes.Contains(body, []byte(headerToken)) {
+			t.Errorf("request %d carries a secret", i)
+		}
+		h := rec.headers[i]
+		if h["x-api-key"] != headerToken || h["x-tenant"] != "acme corp" || h["x-leak"] != "" {
+			t.Errorf("request %d headers %v", i, h)
+		}
+		if rec.gzipped[i] != (compression == "gzip") {
+			t.Errorf("request %d gzipped %v, want %v", i, rec.gzipped[i], compression == "gzip")
+		}
+		if protocol != "grpc" && rec.types[i] != "application/x-protobuf" {
+			t.Errorf("request %d Content-Type %s", i, rec.types[i])
+		}
 	}
 }
 

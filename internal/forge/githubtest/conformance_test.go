@@ -199,6 +199,18 @@ func driveAll(t *testing.T, srv *Server, fc *forge.Client, client func(string) *
 	_, _, err = bot.PullRequests.Get(ctx, o, r, 999)
 	wantStatus("missing PR", err, http.StatusNotFound)
 
+	// The files of pull requests, open and merged, as an approval check
+	// reads them.
+	files, err := fc.PullRequestFiles(ctx, feature.GetNumber())
+	must("list merged PR files", err)
+	if len(files) != 2 {
+		t.Fatalf("merged PR files = %+v", files)
+	}
+	_, _, err = bot.PullRequests.ListFiles(ctx, o, r, conflict.GetNumber(), &github.ListOptions{PerPage: 1})
+	must("list PR files", err)
+
+	driveSettings(t, srv, fc, client, must, wantStatus)
+
 	// Pagination: one item per page makes the Link header appear.
 	_, resp, err := bot.PullRequests.List(ctx, o, r, &github.PullRequestListOptions{State: "all", Base: "main", ListOptions: github.ListOptions{PerPage: 1, Page: 2}})
 	must("list PRs", err)
@@ -264,4 +276,84 @@ func driveAll(t *testing.T, srv *Server, fc *forge.Client, client func(string) *
 	srv.FailNext("", "/repos/octo/widgets/issues", http.StatusTooManyRequests, map[string]string{"Retry-After": "30"})
 	_, _, err = client(srv.BotToken).Issues.Create(ctx, o, r, &github.IssueRequest{Title: github.String("t")})
 	wantStatus("secondary rate limit", err, http.StatusTooManyRequests)
+}
+
+// driveSettings reads the settings astra doctor checks, as the workflow's
+// token (which may not read most of them) and as an administrator.
+func driveSettings(t *testing.T, srv *Server, fc *forge.Client, client func(string) *github.Client,
+	must func(string, error), wantStatus func(string, error, int)) {
+	t.Helper()
+	ctx := context.Background()
+	const o, r = "octo", "widgets"
+	srv.AddUser("ada-token", "ada")
+	srv.SetAdmin("ada", true)
+	bot, ada, rita := client(srv.BotToken), client("ada-token"), client("rita-token")
+
+	srv.AddRuleset(Ruleset{Name: "main", Include: []string{"~DEFAULT_BRANCH"}, Rules: []Rule{{Type: "deletion"}, {Type: "non_fast_forward"},
+		{Type: "pull_request", PullRequest: &github.PullRequestRuleParameters{RequireCodeOwnerReview: true, DismissStaleReviewsOnPush: true, RequiredApprovingReviewCount: 1}}}})
+	srv.AddRuleset(Ruleset{Name: "state", Include: []string{"refs/heads/astra/*"}, Rules: []Rule{{Type: "deletion"}, {Type: "non_fast_forward"}}})
+	srv.AddRuleset(Ruleset{Name: "trial", Enforcement: "evaluate", Include: []string{"~ALL"}, Rules: []Rule{{Type: "required_linear_history"}}})
+	rules, err := fc.BranchRules(ctx, "main")
+	must("rules of main", err)
+	if !rules.Has("deletion") || rules.PullRequest == nil || !rules.PullRequest.RequireCodeOwnerReview || rules.Has("required_linear_history") {
+		t.Fatalf("rules of main = %+v", rules)
+	}
+	rules, err = fc.BranchRules(ctx, "astra/state")
+	must("rules of a branch with a slash", err)
+	if !rules.Has("non_fast_forward") || rules.Has("pull_request") {
+		t.Fatalf("rules of astra/state = %+v", rules)
+	}
+	_, _, err = bot.Repositories.GetRulesForBranch(ctx, o, r, "nowhere")
+	must("rules of a branch without rules", err)
+	if b, err := fc.DefaultBranch(ctx); err != nil || b != "main" {
+		t.Fatalf("default branch = %q, %v", b, err)
+	}
+
+	srv.SetBranchProtection("main", &BranchProtection{RequiredReviews: &github.PullRequestReviewsEnforcement{RequireCodeOwnerReviews: true, RequiredApprovingReviewCount: 1}})
+	_, _, err = ada.Repositories.GetBranchProtection(ctx, o, r, "main")
+	must("classic protection", err)
+	if _, _, err = ada.Repositories.GetBranchProtection(ctx, o, r, "feature"); !errors.Is(err, github.ErrBranchNotProtected) {
+		t.Fatalf("unprotected branch: %v", err)
+	}
+	_, _, err = bot.Repositories.GetBranchProtection(ctx, o, r, "main")
+	wantStatus("protection as the workflow's token", err, http.StatusForbidden)
+
+	srv.SetEnvironment(Environment{Name: "astra", Branches: "custom", Policies: []DeploymentPolicy{{Name: "main"}, {Name: "v*", Type: "tag"}}})
+	srv.SetEnvironment(Environment{Name: "open"})
+	srv.SetEnvironment(Environment{Name: "guarded", Branches: "protected"})
+	for _, name := range []string{"astra", "open", "guarded"} {
+		_, _, err = ada.Repositories.GetEnvironment(ctx, o, r, name)
+		must("environment "+name, err)
+	}
+	_, _, err = ada.Repositories.ListDeploymentBranchPolicies(ctx, o, r, "astra")
+	must("deployment branch policies", err)
+	_, _, err = ada.Repositories.GetEnvironment(ctx, o, r, "nowhere")
+	wantStatus("missing environment", err, http.StatusNotFound)
+	_, err = fc.Environment(ctx, "astra")
+	if !errors.Is(err, forge.ErrNoAccess) {
+		t.Fatalf("environment without actions: read: %v", err)
+	}
+	srv.SetActionsRead(BotLogin, true)
+	env, err := fc.Environment(ctx, "astra")
+	must("environment with actions: read", err)
+	if len(env.Policies) != 2 || env.AnyBranch {
+		t.Fatalf("environment = %+v", env)
+	}
+
+	srv.SetSecret("ASTRA_LEDGER_KEY")
+	_, _, err = ada.Actions.GetRepoSecret(ctx, o, r, "ASTRA_LEDGER_KEY")
+	must("repository secret", err)
+	_, _, err = ada.Actions.GetRepoSecret(ctx, o, r, "NOPE")
+	wantStatus("missing secret", err, http.StatusNotFound)
+	if _, err := fc.RepoSecretExists(ctx, "ASTRA_LEDGER_KEY"); !errors.Is(err, forge.ErrNoAccess) {
+		t.Fatalf("secret as the workflow's token: %v", err)
+	}
+	_, _, err = rita.Actions.GetRepoSecret(ctx, o, r, "ASTRA_LEDGER_KEY")
+	wantStatus("secret as a reader", err, http.StatusForbidden)
+
+	srv.SetWorkflowPermissions("write", true)
+	_, _, err = ada.Repositories.GetDefaultWorkflowPermissions(ctx, o, r)
+	must("default workflow permissions", err)
+	_, _, err = bot.Repositories.GetDefaultWorkflowPermissions(ctx, o, r)
+	wantStatus("workflow permissions as the workflow's token", err, http.StatusForbidden)
 }

@@ -487,6 +487,9 @@ func (s *Server) editPull(c *call, is *issue) {
 				p.headSHA = tip.String()
 			}
 			p.stats = s.pullStats(c, p)
+			if tip, _ := branchTip(c.repo, p.base); !tip.IsZero() {
+				p.baseSHA = tip.String()
+			}
 			is.state, is.closedAt = "closed", now
 			s.addEvent(is, c.login, "closed", "", "")
 		} else {
@@ -583,7 +586,7 @@ func (s *Server) mergePull(c *call, is *issue) {
 		writeError(c.w, http.StatusConflict, "Base branch was modified. Review and try the merge again.", "")
 		return
 	}
-	p.merged, p.mergedBy, p.mergedAt, p.mergeCommitSHA, p.headSHA, p.stats = true, c.login, now, result.String(), headTip.String(), stats
+	p.merged, p.mergedBy, p.mergedAt, p.mergeCommitSHA, p.headSHA, p.baseSHA, p.stats = true, c.login, now, result.String(), headTip.String(), baseTip.String(), stats
 	is.state, is.closedAt, is.updatedAt = "closed", now, now
 	s.addEvent(is, c.login, "merged", result.String(), "")
 	s.addEvent(is, c.login, "closed", "", "")

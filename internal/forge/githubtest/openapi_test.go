@@ -288,7 +288,7 @@ func (w *wireLog) sendInvalid(f func()) {
 
 func (w *wireLog) RoundTrip(req *http.Request) (*http.Response, error) {
 	w.mu.Lock()
-	ex := exchange{method: req.Method, path: req.URL.Path, query: req.URL.RawQuery, invalid: w.invalid}
+	ex := exchange{method: req.Method, path: req.URL.EscapedPath(), query: req.URL.RawQuery, invalid: w.invalid}
 	w.mu.Unlock()
 	if req.Body != nil {
 		body, err := io.ReadAll(req.Body)
@@ -496,6 +496,9 @@ func TestOpenAPIMatchRoute(t *testing.T) {
 		{"PUT", "/repos/o/r/contents/a/b.txt", "PUT /repos/{owner}/{repo}/contents/{path}", "owner=o path=a/b.txt repo=r"},
 		{"PUT", "/repos/o/r/pulls/7/merge", "PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge", "owner=o pull_number=7 repo=r"},
 		{"GET", "/orgs/o/teams/t/memberships/u", "GET /orgs/{org}/teams/{team_slug}/memberships/{username}", "org=o team_slug=t username=u"},
+		{"GET", "/repos/o/r/rules/branches/astra/state", "GET /repos/{owner}/{repo}/rules/branches/{branch}", "branch=astra/state owner=o repo=r"},
+		{"GET", "/repos/o/r/branches/astra%2Fstate/protection", "GET /repos/{owner}/{repo}/branches/{branch}/protection", "branch=astra/state owner=o repo=r"},
+		{"GET", "/repos/o/r/rules/branches/", "", ""},
 		{"GET", "/repos/o/r/git/refs/heads/main", "", ""},
 		{"DELETE", "/repos/o/r", "", ""},
 		{"GET", "/repos/o/r/pulls/7/merge/x", "", ""},

@@ -29,6 +29,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path"
 	"sort"
 	"strconv"
@@ -61,10 +62,14 @@ type Config struct {
 //     changed differently on both sides is a conflict, even when git could
 //     merge the lines); GitHub computes it asynchronously and line-wise;
 //   - merge_method "rebase" only fast-forwards (405 when the base moved);
-//   - no forks, no drafts semantics, no branch protection, no webhooks, no
-//     workflow runs; repository_dispatch is only recorded (Dispatches);
-//   - one permission bit per user (write or read-only, SetWrite), instead of
-//     GitHub's fine-grained token permissions;
+//   - no forks, no drafts semantics, no webhooks, no workflow runs;
+//     repository_dispatch is only recorded (Dispatches);
+//   - rulesets, classic branch protection, environments, secrets and the
+//     default workflow permissions are state tests set (settings.go) and
+//     the API reads; nothing enforces them on pushes or merges;
+//   - one permission bit per user (write or read-only, SetWrite), an
+//     administrator bit (SetAdmin) and, for bots, actions: read
+//     (SetActionsRead), instead of GitHub's fine-grained token permissions;
 //   - team memberships are visible to every authenticated user;
 //   - what the fake does not model is always "none": no milestones,
 //     assignees, reviewers, reactions, descriptions or license; links point
@@ -98,6 +103,7 @@ type Server struct {
 	requests   []Request
 	dispatches []Dispatch
 	rateUsed   int
+	set        *settings // settings.go; created on first use
 }
 
 // Request is one recorded API request. The token is never stored: TokenHash
@@ -181,6 +187,7 @@ type event struct {
 type pull struct {
 	head, base     string     // branch names
 	headSHA        string     // frozen once closed
+	baseSHA        string     // the base's tip when it was closed or merged
 	stats          *diffStats // frozen once closed
 	merged         bool
 	mergedBy       string
@@ -618,7 +625,8 @@ func paginate[T any](s *Server, c *call, items []T) []T {
 
 // routes are the GitHub operations the fake serves. op is the operation's
 // key in GitHub's OpenAPI description, "METHOD /path/{param}", and is what
-// requests are matched against; a last {ref} or {path} spans slashes.
+// requests are matched against; a last {ref}, {path} or {branch} spans
+// slashes, and any parameter may hold an escaped one (%2F).
 var routes = []struct {
 	op    string
 	serve func(s *Server, c *call, p map[string]string)
@@ -640,6 +648,17 @@ var routes = []struct {
 	{"POST /repos/{owner}/{repo}/issues/{issue_number}/comments", func(s *Server, c *call, p map[string]string) { s.withIssue(c, p["issue_number"], s.createComment) }},
 	{"GET /repos/{owner}/{repo}/issues/{issue_number}/events", func(s *Server, c *call, p map[string]string) { s.withIssue(c, p["issue_number"], s.listEvents) }},
 	{"POST /repos/{owner}/{repo}/dispatches", func(s *Server, c *call, p map[string]string) { s.dispatch(c) }},
+	{"GET /repos/{owner}/{repo}/pulls/{pull_number}/files", func(s *Server, c *call, p map[string]string) { s.withPull(c, p["pull_number"], s.listPullFiles) }},
+	{"GET /repos/{owner}/{repo}/rules/branches/{branch}", func(s *Server, c *call, p map[string]string) { s.branchRules(c, p["branch"]) }},
+	{"GET /repos/{owner}/{repo}/branches/{branch}/protection", func(s *Server, c *call, p map[string]string) { s.branchProtection(c, p["branch"]) }},
+	{"GET /repos/{owner}/{repo}/environments/{environment_name}", func(s *Server, c *call, p map[string]string) {
+		s.withEnvironment(c, p["environment_name"], s.getEnvironment)
+	}},
+	{"GET /repos/{owner}/{repo}/environments/{environment_name}/deployment-branch-policies", func(s *Server, c *call, p map[string]string) {
+		s.withEnvironment(c, p["environment_name"], s.deploymentPolicies)
+	}},
+	{"GET /repos/{owner}/{repo}/actions/secrets/{secret_name}", func(s *Server, c *call, p map[string]string) { s.getSecret(c, p["secret_name"]) }},
+	{"GET /repos/{owner}/{repo}/actions/permissions/workflow", func(s *Server, c *call, p map[string]string) { s.workflowPermissions(c) }},
 	{"GET /orgs/{org}/teams/{team_slug}", func(s *Server, c *call, p map[string]string) { s.getTeam(c, p["org"], p["team_slug"]) }},
 	{"GET /orgs/{org}/teams/{team_slug}/memberships/{username}", func(s *Server, c *call, p map[string]string) {
 		s.getMembership(c, p["org"], p["team_slug"], p["username"])
@@ -656,8 +675,8 @@ func Operations() []string {
 	return out
 }
 
-// matchRoute finds the route for method and urlPath and its path
-// parameters; i is -1 when none matches.
+// matchRoute finds the route for method and urlPath (escaped, as on the
+// wire) and its path parameters, unescaped; i is -1 when none matches.
 func matchRoute(method, urlPath string) (i int, params map[string]string) {
 	seg := strings.Split(strings.Trim(urlPath, "/"), "/")
 	for i, r := range routes {
@@ -674,21 +693,37 @@ func matchRoute(method, urlPath string) (i int, params map[string]string) {
 
 func matchPath(tmpl, seg []string) (map[string]string, bool) {
 	p := map[string]string{}
+	unescape := func(segs []string) (string, bool) {
+		out := make([]string, len(segs))
+		for i, s := range segs {
+			u, err := url.PathUnescape(s)
+			if err != nil {
+				return "", false
+			}
+			out[i] = u
+		}
+		return strings.Join(out, "/"), true
+	}
 	for i, t := range tmpl {
 		name, isParam := strings.CutPrefix(t, "{")
 		name = strings.TrimSuffix(name, "}")
-		if isParam && i == len(tmpl)-1 && (name == "ref" || name == "path") {
+		if isParam && i == len(tmpl)-1 && (name == "ref" || name == "path" || name == "branch") {
 			if len(seg) < i {
 				return nil, false
 			}
-			p[name] = strings.Join(seg[i:], "/")
-			return p, true
+			v, ok := unescape(seg[i:])
+			p[name] = v
+			return p, ok && (name != "branch" || v != "")
 		}
 		switch {
 		case i >= len(seg) || seg[i] == "":
 			return nil, false
 		case isParam:
-			p[name] = seg[i]
+			v, ok := unescape(seg[i : i+1])
+			if !ok {
+				return nil, false
+			}
+			p[name] = v
 		case t != seg[i]:
 			return nil, false
 		}
@@ -697,7 +732,7 @@ func matchPath(tmpl, seg []string) (map[string]string, bool) {
 }
 
 func (s *Server) route(c *call) {
-	i, p := matchRoute(c.r.Method, c.r.URL.Path)
+	i, p := matchRoute(c.r.Method, c.r.URL.EscapedPath())
 	if i < 0 {
 		notFound(c.w)
 		return

@@ -53,10 +53,10 @@ func (r *Runner) checkStateBranch() error {
 		"holds a ledger in %s: astra will not start a new, empty ledger beside it", b, ledger.Dir)}
 }
 
-// checkHome refuses to record into a ledger that moved away: its newest
-// ledger.migrated event names another branch than the one astra commits
-// to. Without a git repository there is no branch to compare.
-func (r *Runner) checkHome(st *state.State) error {
+// checkLedgerBranch refuses to record into a ledger that moved away: its
+// newest ledger.migrated event names another branch than the one astra
+// commits to; then checkStateBranch. Without a git repository there is no branch to compare.
+func (r *Runner) checkLedgerBranch(st *state.State) error {
 	if r.git == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package runner
+package ledgerops
 
 import (
 	"bufio"
@@ -57,6 +57,20 @@ type Migration struct {
 	Left   string `json:"left,omitempty"`
 	// Already: the ledger had moved to To before; nothing changed.
 	Already bool `json:"already,omitempty"`
+}
+
+// SourceBranch is the branch a move takes the ledger from when the
+// caller does not say: ledger_branch (setting), or the checked-out branch
+// when that is unset or names the target (a move back).
+func SourceBranch(setting, checkedOut, to string) (string, error) {
+	from := setting
+	if from == "" || from == to {
+		from = checkedOut
+	}
+	if from == "" {
+		return "", errkind.Usagef("HEAD is detached: say which branch holds the ledger with --from")
+	}
+	return from, nil
 }
 
 // migrateRounds bounds how often a move starts over because someone
@@ -151,7 +165,7 @@ func migrate(ctx context.Context, g Mover, o MigrateOptions) (*Migration, error)
 		// makes this fail with ErrRejected, and the move starts over.
 		msg := fmt.Sprintf("astra: the ledger moves to %s\n\nRecorded as ledger.migrated; astra records nothing more on %s.\n\n%s",
 			o.To, o.From, ledger.FormatAnchors(anchors))
-		switch retired, err = g.PushFiles(ctx, o.From, source, ledgerPaths, src.files, msg); {
+		switch retired, err = g.PushFiles(ctx, o.From, source, Paths, src.files, msg); {
 		case err == nil:
 			m.Left = LeftRetired
 		case errors.Is(err, gitops.ErrProtected):
@@ -164,7 +178,7 @@ func migrate(ctx context.Context, g Mover, o MigrateOptions) (*Migration, error)
 	}
 	msg := fmt.Sprintf("astra: the ledger moves here from %s\n\nTaken from %s at %.12s; recorded as ledger.migrated.\n\n%s",
 		o.From, o.From, m.Source, ledger.FormatAnchors(anchors))
-	commit, err := g.PushFiles(ctx, o.To, target, ledgerPaths, src.files, msg)
+	commit, err := g.PushFiles(ctx, o.To, target, Paths, src.files, msg)
 	switch {
 	case errors.Is(err, gitops.ErrRejected):
 		return nil, err
@@ -223,7 +237,7 @@ func cancelMove(ctx context.Context, g Mover, o MigrateOptions, src *ledgerTree,
 	if err == nil {
 		msg := fmt.Sprintf("astra: the ledger stays on %s\n\nThe move to %s was cancelled; recorded as ledger.migrated, status failed.\n\n%s",
 			o.From, o.To, ledger.FormatAnchors(j.Anchors()))
-		_, err = g.PushFiles(ctx, o.From, retired, ledgerPaths, src.files, msg)
+		_, err = g.PushFiles(ctx, o.From, retired, Paths, src.files, msg)
 	}
 	if err != nil {
 		return &errkind.Error{Kind: errkind.ErrInfra, Err: fmt.Errorf("moving the ledger to %s: %w; and recording on %s that the move was cancelled failed: %v", o.To, cause, o.From, err),
@@ -251,7 +265,7 @@ func (t *ledgerTree) close() { _ = os.RemoveAll(t.root) }
 // readLedger writes the ledger files of commit (on branch) out, verifies
 // every log and replays the ledger. The caller closes it.
 func readLedger(g Mover, branch, commit string, o MigrateOptions) (*ledgerTree, error) {
-	files, err := g.Files(commit, ledgerPaths...)
+	files, err := g.Files(commit, Paths...)
 	if err != nil {
 		return nil, errkind.Infraf("reading the ledger of %s: %w", branch, err)
 	}

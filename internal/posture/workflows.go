@@ -1,0 +1,227 @@
+package posture
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/astra-gitops/astra/internal/repofs"
+)
+
+// workflowsDir is where GitHub Actions reads workflows from.
+const workflowsDir = ".github/workflows"
+
+// allowedWrites are the permissions a job running astra may ask to write:
+// the ledger (contents), approval pull requests and notify comments.
+var allowedWrites = map[string]bool{"contents": true, "pull-requests": true, "issues": true}
+
+// runsAstra matches a run: script that invokes astra.
+var runsAstra = regexp.MustCompile(`(^|[\s;&|(/])astra\s+[a-z]`)
+
+// workflowCheck is what the workflows check found.
+type workflowCheck struct {
+	problems   []string
+	astraJobs  int
+	keyJobs    int
+	checkouts  int
+	workflowsN int
+}
+
+func (w *workflowCheck) add(file string, line int, format string, args ...any) {
+	at := file
+	if line > 0 {
+		at = fmt.Sprintf("%s:%d", file, line)
+	}
+	w.problems = append(w.problems, at+": "+fmt.Sprintf(format, args...))
+}
+
+func (p *probe) workflows() Check {
+	c := Check{Name: Workflows, Title: "workflows keep credentials from tools and the key to the default branch", Tier2: true}
+	env := p.in.Policies.Trust.EnvironmentName()
+	c.Fix = fmt.Sprintf("in .github/workflows: `persist-credentials: false` under every actions/checkout step's with:, `environment: %s` on every job given %s, "+
+		"and `permissions:` writing no more than contents, pull-requests and issues on jobs that run astra (`astra init --force` rewrites the workflows it wrote so)", env, KeyEnv)
+	entries, err := repofs.ReadDir(p.in.Root, workflowsDir)
+	if err != nil {
+		c.Status, c.Found = Fail, "no workflows in "+workflowsDir+": nothing runs astra in CI"
+		c.Fix = "astra init (it writes the workflows)"
+		return c
+	}
+	w := &workflowCheck{}
+	var names []string
+	for _, e := range entries {
+		if ext := path.Ext(e.Name()); e.Type().IsRegular() && (ext == ".yml" || ext == ".yaml") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		rel := workflowsDir + "/" + name
+		data, err := repofs.ReadFile(p.in.Root, rel, maxFileBytes)
+		if err != nil {
+			w.add(rel, 0, "%v", err)
+			continue
+		}
+		w.workflowsN++
+		w.check(rel, data, env)
+	}
+	switch {
+	case w.astraJobs == 0:
+		w.problems = append(w.problems, "no job in "+workflowsDir+" runs astra")
+	case p.in.Policies.Trust.Keyed() && w.keyJobs == 0:
+		w.problems = append(w.problems, fmt.Sprintf("no job gives astra %s, so no run in CI can record", KeyEnv))
+	}
+	if len(w.problems) > 0 {
+		c.Status, c.Found = Fail, fmt.Sprintf("%d problem(s): %s", len(w.problems), list(w.problems, 4))
+		return c
+	}
+	c.Status, c.Fix = Pass, ""
+	c.Found = fmt.Sprintf("%d workflow(s): %d checkout(s) without persisted credentials, %d job(s) run astra within their permissions, %d get %s in environment %s",
+		w.workflowsN, w.checkouts, w.astraJobs, w.keyJobs, KeyEnv, env)
+	return c
+}
+
+// check looks at one workflow file.
+func (w *workflowCheck) check(file string, data []byte, env string) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		w.add(file, 0, "not YAML: %v", err)
+		return
+	}
+	if len(doc.Content) == 0 {
+		return
+	}
+	root := doc.Content[0]
+	jobs := get(root, "jobs")
+	if jobs == nil || jobs.Kind != yaml.MappingNode {
+		return
+	}
+	wfPerms := get(root, "permissions")
+	wfKey := mentionsKey(get(root, "env"))
+	for i := 0; i+1 < len(jobs.Content); i += 2 {
+		id, job := jobs.Content[i].Value, jobs.Content[i+1]
+		if job.Kind != yaml.MappingNode {
+			continue
+		}
+		astra := false
+		for _, step := range steps(job) {
+			uses := scalar(get(step, "uses"))
+			if strings.HasPrefix(strings.ToLower(uses), "actions/checkout@") {
+				w.checkouts++
+				if v := scalar(get(get(step, "with"), "persist-credentials")); v != "false" {
+					w.add(file, step.Line, "job %s: actions/checkout keeps the token in .git/config, where tools can read it (persist-credentials: false)", id)
+				}
+			}
+			if strings.HasPrefix(strings.ToLower(uses), "astra-gitops/astra@") || runsAstra.MatchString(scalar(get(step, "run"))) {
+				astra = true
+			}
+		}
+		holdsKey := wfKey || mentionsKey(job) || scalar(get(job, "secrets")) == "inherit"
+		if holdsKey {
+			w.keyJobs++
+			if name := environmentOf(job); !strings.EqualFold(name, env) {
+				what := "declares no environment"
+				if name != "" {
+					what = "declares environment " + name
+				}
+				w.add(file, job.Line, "job %s gets %s but %s: the secret must come from environment %s, which only the default branch may use", id, KeyEnv, what, env)
+			}
+		}
+		if !astra {
+			continue
+		}
+		w.astraJobs++
+		perms := get(job, "permissions")
+		if perms == nil {
+			perms = wfPerms
+		}
+		if problem := permissionProblem(perms); problem != "" {
+			line := job.Line
+			if perms != nil {
+				line = perms.Line
+			}
+			w.add(file, line, "job %s runs astra %s", id, problem)
+		}
+	}
+}
+
+// permissionProblem says what is wrong with a job's permissions; "" when
+// nothing is.
+func permissionProblem(perms *yaml.Node) string {
+	switch {
+	case perms == nil:
+		return "with no permissions: block, so its token gets the repository's default (declare contents: write, pull-requests: write, issues: write)"
+	case perms.Kind == yaml.ScalarNode && perms.Value == "write-all":
+		return "with write-all permissions"
+	case perms.Kind != yaml.MappingNode:
+		return ""
+	}
+	var extra []string
+	for i := 0; i+1 < len(perms.Content); i += 2 {
+		if k, v := perms.Content[i].Value, perms.Content[i+1].Value; v == "write" && !allowedWrites[k] {
+			extra = append(extra, k)
+		}
+	}
+	if len(extra) > 0 {
+		return "with write permissions it does not need: " + strings.Join(extra, ", ")
+	}
+	return ""
+}
+
+// get is the value of key in a mapping node; nil when absent.
+func get(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+func scalar(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return n.Value
+}
+
+func steps(job *yaml.Node) []*yaml.Node {
+	s := get(job, "steps")
+	if s == nil || s.Kind != yaml.SequenceNode {
+		return nil
+	}
+	return s.Content
+}
+
+// environmentOf is the environment a job declares (environment: name, or
+// environment: {name: ...}).
+func environmentOf(job *yaml.Node) string {
+	e := get(job, "environment")
+	if e != nil && e.Kind == yaml.MappingNode {
+		e = get(e, "name")
+	}
+	return strings.TrimSpace(scalar(e))
+}
+
+// mentionsKey reports whether any value under n reads the ledger key secret.
+func mentionsKey(n *yaml.Node) bool {
+	if n == nil {
+		return false
+	}
+	if n.Kind == yaml.ScalarNode {
+		v := strings.ReplaceAll(n.Value, " ", "")
+		return strings.Contains(v, "secrets."+KeyEnv) || strings.Contains(v, "secrets['"+KeyEnv+"']") || strings.Contains(v, `secrets["`+KeyEnv+`"]`)
+	}
+	for _, c := range n.Content {
+		if mentionsKey(c) {
+			return true
+		}
+	}
+	return false
+}
