@@ -290,7 +290,6 @@ func writeAll(root string, writes []write) error {
 	return nil
 }
 
-
 // plan notes what becomes of w (created, unchanged, replaced with
 // force, else a conflict) and adds it to writes when it is to be written.
 func (r *Result) plan(writes []write, root string, w write, force bool) ([]write, error) {
