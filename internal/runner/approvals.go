@@ -19,6 +19,8 @@ import (
 type Forge interface {
 	EnsureApprovalPR(ctx context.Context, req forge.ApprovalRequest) (forge.PR, bool, error)
 	PullRequest(ctx context.Context, number int) (forge.PR, error)
+	// PullRequestFiles lists the files a pull request changes.
+	PullRequestFiles(ctx context.Context, number int) ([]forge.PRFile, error)
 	ClosePullRequest(ctx context.Context, number int, comment string) error
 	FileAt(ctx context.Context, ref, path string) ([]byte, error)
 	// IsApprover answers team membership for roles that name @org/team.
@@ -36,8 +38,9 @@ type Forge interface {
 // the exact token bytes. Two things approve a request:
 //
 //   - its pull request, merged by someone a policy authorises to approve,
-//     whose head is the commit astra wrote and whose merge holds the token
-//     bytes astra wrote (HMAC-signed when ASTRA_APPROVAL_SECRET is set);
+//     whose head is the commit astra wrote, which changes the token file
+//     and nothing else, and whose merge holds the token bytes astra wrote
+//     (HMAC-signed when ASTRA_APPROVAL_SECRET is set);
 //   - a token signed by an approver (`astra approve`): the signature
 //     verifies with a key policies list for approved_by under
 //     signing_keys, approved_by may approve the schedule, the token binds

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/astra-gitops/astra/internal/approval"
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/forge"
 	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
@@ -120,9 +121,10 @@ func (s *session) recheckMerge(ctx context.Context, sc *model.Schedule, a *state
 }
 
 // checkMerge checks a merged approval pull request against its request:
-// its merger may approve now, its head is the commit astra wrote, its
-// merge holds exactly the token bytes astra wrote (signed, with
-// ASTRA_APPROVAL_SECRET), and the action is still the one requested.
+// its merger may approve now, its head is the commit astra wrote, it
+// changes the token file only, its merge holds exactly the token bytes
+// astra wrote (signed, with ASTRA_APPROVAL_SECRET), and the action is
+// still the one requested.
 func (s *session) checkMerge(ctx context.Context, sc *model.Schedule, req *state.Approval, pr forge.PR) check {
 	d := s.authorize(ctx, model.VerbApprove, identity.PullRequestIdentity(pr.MergedBy), sc)
 	switch {
@@ -136,6 +138,9 @@ func (s *session) checkMerge(ctx context.Context, sc *model.Schedule, req *state
 	case req.Head != "" && pr.HeadSHA != req.Head:
 		return refusedCheck(reasonForeignCommit, fmt.Sprintf("pull request #%d was merged with head %.12s, not the commit astra wrote (%.12s): someone pushed onto %s; "+
 			"nothing runs, and the next slot asks again", pr.Number, pr.HeadSHA, req.Head, forge.ApprovalBranch(sc.ID)))
+	}
+	if c := s.checkFiles(ctx, sc, pr); c.refused != "" || c.outage != nil {
+		return c
 	}
 	raw, err := s.r.forge.FileAt(ctx, pr.MergeCommitSHA, approval.Path(sc.ID))
 	switch {
@@ -155,6 +160,41 @@ func (s *session) checkMerge(ctx context.Context, sc *model.Schedule, req *state
 		return c
 	}
 	return check{allowed: d.Reason}
+}
+
+// checkFiles checks, through GitHub, that an approval pull request
+// changes its token file and nothing else: a commit someone added to the
+// approval branch would be merged with the approval.
+func (s *session) checkFiles(ctx context.Context, sc *model.Schedule, pr forge.PR) check {
+	files, err := s.r.forge.PullRequestFiles(ctx, pr.Number)
+	switch {
+	case errkind.Of(err) == errkind.ErrRefused:
+		return refusedCheck(reasonForeignCommit, err.Error())
+	case err != nil:
+		return check{what: fmt.Sprintf("listing the files pull request #%d changes", pr.Number), outage: err}
+	}
+	token := approval.Path(sc.ID)
+	var other []string
+	for _, f := range files {
+		if f.Path != token || f.PreviousPath != "" || f.Status == "removed" {
+			other = append(other, f.Path)
+		}
+	}
+	if len(other) > 0 || len(files) == 0 {
+		return refusedCheck(reasonForeignCommit, fmt.Sprintf("pull request #%d changes %s, not only %s: a change merged with an approval is not one astra asked for; "+
+			"nothing runs, and the next slot asks again", pr.Number, orNothing(other), token))
+	}
+	return check{}
+}
+
+func orNothing(paths []string) string {
+	if len(paths) == 0 {
+		return "nothing"
+	}
+	if len(paths) > 5 {
+		return strings.Join(paths[:5], ", ") + fmt.Sprintf(" and %d more", len(paths)-5)
+	}
+	return strings.Join(paths, ", ")
 }
 
 // checkSigner checks that a signed approval's key is still listed for its

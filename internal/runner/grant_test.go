@@ -11,6 +11,7 @@ import (
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/executor"
+	"github.com/astra-gitops/astra/internal/forge"
 	"github.com/astra-gitops/astra/internal/ledger"
 )
 
@@ -143,5 +144,27 @@ func TestRetryAfterThePayloadChanged(t *testing.T) {
 	e.runDue("2026-11-22T09:15:00Z")
 	if e.exec.runs("s") != 2 || e.count(ledger.RunCompleted, "s") != 1 {
 		t.Fatalf("after the new approval: runs %d", e.exec.runs("s"))
+	}
+}
+
+// The approval pull request changes more than its token (a commit added
+// to its branch, whoever wrote it): the merge approves nothing. GitHub
+// not answering for the files leaves the request pending.
+func TestApprovalPullRequestChangesOtherFiles(t *testing.T) {
+	e := approvalEnv(t, "")
+	e.forge.files[1] = []forge.PRFile{{Path: "var/approvals/pending/s.token", Status: "added"}, {Path: "t.sh", Status: "modified"}}
+	e.forge.filesErr = errkind.Infraf("forge: list the files of pull request #1: GitHub returned 502")
+	e.forge.merge(t, 1, "octocat", e.dir, "s")
+	if _, err := e.runner("2026-11-22T09:10:00Z").RunDue(context.Background()); !errors.Is(err, errkind.ErrInfra) {
+		t.Fatalf("want an outage, got %v", err)
+	}
+	if e.count(ledger.ApprovalUnchecked, "s") != 1 || e.count(ledger.ApprovalRefused, "s") != 0 {
+		t.Fatal("an outage listing the files must leave the request pending")
+	}
+	e.forge.filesErr = nil
+	e.runDue("2026-11-22T09:20:00Z")
+	ev := e.lastEvent(ledger.ApprovalRefused)
+	if e.exec.runs("s") != 0 || ev == nil || ev.Reason != reasonForeignCommit || !strings.Contains(ev.Error, "pull request #1 changes t.sh, not only var/approvals/pending/s.token") {
+		t.Fatalf("runs %d, refusal %+v", e.exec.runs("s"), ev)
 	}
 }
