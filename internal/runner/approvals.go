@@ -286,20 +286,27 @@ func (s *session) dropToken(id string) {
 	if s.r.opts.DryRun || s.r.opts.StateBranch {
 		return
 	}
-	if _, err := approval.Read(s.r.opts.Root, id); err != nil {
+	raw, err := approval.Read(s.r.opts.Root, id)
+	if err != nil {
 		return
 	}
 	if err := approval.Remove(s.r.opts.Root, id); err == nil {
 		s.touched = append(s.touched, approval.Path(id))
-		s.dropped = append(s.dropped, id)
+		if s.dropped == nil {
+			s.dropped = map[string]string{}
+		}
+		s.dropped[id] = approval.Hash(raw)
 	}
 }
 
 // redrop deletes again the token files this run deleted, after a resync
 // brought the remote's copy back (a token `astra approve` pushed to the
-// branch while this run used it from the remote-tracking branch).
+// branch while this run used it from the remote-tracking branch). Only
+// the same bytes: a token pushed meanwhile waits for the next run.
 func (s *session) redrop() {
-	for _, id := range s.dropped {
-		_ = approval.Remove(s.r.opts.Root, id)
+	for id, h := range s.dropped {
+		if raw, err := approval.Read(s.r.opts.Root, id); err == nil && approval.Hash(raw) == h {
+			_ = approval.Remove(s.r.opts.Root, id)
+		}
 	}
 }
