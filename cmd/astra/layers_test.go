@@ -25,7 +25,7 @@ var layers = map[string][]string{
 	"internal/repofs":            {},
 	"internal/money":             {},
 	"internal/ledger":            {"internal/money", "internal/repofs"},
-	"internal/approval":          {"internal/model", "internal/repofs"},
+	"internal/approval":          {"internal/buildinfo", "internal/model", "internal/repofs", "internal/seal"},
 	"internal/gittest":           {},
 	"internal/gitops":            {},
 	"internal/forge":             {},

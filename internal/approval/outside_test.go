@@ -45,7 +45,7 @@ func TestPending(t *testing.T) {
 	if ids, err := Pending(repo); err != nil || len(ids) != 0 {
 		t.Fatalf("no pending directory: %v %v", ids, err)
 	}
-	dir := filepath.Join(repo, filepath.FromSlash(pendingDir))
+	dir := filepath.Join(repo, filepath.FromSlash(Dir))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestPending(t *testing.T) {
 func TestPendingOutside(t *testing.T) {
 	base := t.TempDir()
 	repo := filepath.Join(base, "repo")
-	dir := filepath.Join(repo, filepath.FromSlash(pendingDir))
+	dir := filepath.Join(repo, filepath.FromSlash(Dir))
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		t.Fatal(err)
 	}

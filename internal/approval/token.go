@@ -1,11 +1,19 @@
 // Package approval reads, writes and signs approval tokens:
 // var/approvals/pending/<schedule_id>.token, one file per schedule.
 //
-// A token is evidence, not authority: the ledger records the hash of the
-// exact bytes astra wrote for a request (Hash), and a token approves a run
-// only when those bytes arrive through the request's own pull request,
-// merged by an approver (or are recorded by `astra approve`). The HMAC
-// signature is a second layer when ASTRA_APPROVAL_SECRET is set.
+// A token is evidence, not authority. A token approves a run only in two
+// ways, both checked by the run that uses it:
+//
+//   - a pull request: the ledger records the hash of the exact bytes astra
+//     wrote for a request (Hash), and those bytes must arrive through the
+//     request's own pull request, merged by an approver;
+//   - a signature: `astra approve` signs the token with the approver's SSH
+//     key (ssh-keygen -Y sign, namespace seal.Approval), and the key must
+//     be one policies list for approved_by under signing_keys.
+//
+// Either way the token binds an action (action.go): what was approved is
+// what runs. The HMAC signature (ASTRA_APPROVAL_SECRET) is a second layer
+// on the tokens astra writes for pull requests.
 package approval
 
 import (
@@ -22,18 +30,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/repofs"
+	"github.com/astra-gitops/astra/internal/seal"
 )
 
-// pendingDir holds the tokens, relative to the repository root.
-const pendingDir = "var/approvals/pending"
+// Dir holds the tokens, relative to the repository root.
+const Dir = "var/approvals/pending"
 
-// Token is what an approver approves: the schedule, the slot and its
-// idempotency key, the payload (by hash), the schedule's definition (by
-// hash) and, for the pull request flow, the pull request's number. Its
-// first fields are the classic token file's (schedule, who approved and
-// when, expiry).
+// Token is what an approver approves: one run (the schedule, the slot and
+// its idempotency key), the action it runs, and, for the pull request
+// flow, the pull request's number. Its first fields are the classic token
+// file's (schedule, who approved and when, expiry).
 type Token struct {
 	ScheduleID     string    `json:"schedule_id"`
 	ScheduleName   string    `json:"schedule_name"`
@@ -41,17 +50,20 @@ type Token struct {
 	ApprovedAt     time.Time `json:"approved_at,omitzero"`
 	RequestedAt    time.Time `json:"requested_at,omitzero"`
 	ExpiresAt      time.Time `json:"expires_at"`
-	Slot           time.Time `json:"slot,omitzero"` // zero: the schedule's next due run
-	IdempotencyKey string    `json:"idempotency_key,omitempty"`
+	Slot           time.Time `json:"slot"`
+	IdempotencyKey string    `json:"idempotency_key"`
 	PayloadHash    string    `json:"payload_hash"`
-	Definition     string    `json:"definition,omitempty"` // the schedule's definition hash when requested
+	Action         *Action   `json:"action"`
 	PR             int       `json:"pr,omitempty"`
-	Signature      string    `json:"signature,omitempty"`
+	Signature      string    `json:"signature,omitempty"` // HMAC with ASTRA_APPROVAL_SECRET (pull requests)
+	// ApproverSignature is approved_by's SSHSIG (armored, namespace
+	// seal.Approval) over SignedBytes.
+	ApproverSignature string `json:"approver_signature,omitempty"`
 }
 
 // Path is the token file of a schedule, relative to the repository root.
 func Path(scheduleID string) string {
-	return filepath.ToSlash(filepath.Join(pendingDir, scheduleID+".token"))
+	return filepath.ToSlash(filepath.Join(Dir, scheduleID+".token"))
 }
 
 // PayloadHash is "sha256:<hex>" of what a run hands its tool: the
@@ -106,6 +118,68 @@ func (t *Token) SignedWith(secret []byte) bool {
 	return t.Signature != "" && hmac.Equal([]byte(t.Signature), []byte(t.mac(secret)))
 }
 
+// SignedBytes are what an approver signs: the token file's content
+// without its approver_signature.
+func (t *Token) SignedBytes() []byte {
+	c := *t
+	c.ApproverSignature = ""
+	return c.Encode()
+}
+
+// ErrUnsigned means a token carries no approver signature.
+var ErrUnsigned = errors.New("the token is not signed by an approver")
+
+// VerifyApprover checks the approver signature against the keys that
+// signingKeys (policies' signing_keys) list for approved_by, and returns
+// the key that made it. Anything else is a refusal: no signature, no
+// approved_by, a login with no keys, a signature by another key or over
+// other bytes.
+func (t *Token) VerifyApprover(signingKeys map[string][]string) (seal.PublicKey, error) {
+	if t.ApproverSignature == "" {
+		return seal.PublicKey{}, errkind.Refused(ErrUnsigned)
+	}
+	if t.ApprovedBy == "" {
+		return seal.PublicKey{}, errkind.Refusedf("the token is signed but names no approved_by")
+	}
+	var keys []seal.PublicKey
+	for login, lines := range signingKeys {
+		if !strings.EqualFold(login, t.ApprovedBy) {
+			continue
+		}
+		for _, l := range lines {
+			if k, err := seal.ParsePublicKey(l); err == nil {
+				keys = append(keys, k)
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return seal.PublicKey{}, errkind.Refusedf("policies list no signing key for %s (signing_keys)", t.ApprovedBy)
+	}
+	k, err := seal.Verify(keys, seal.Approval, t.SignedBytes(), []byte(t.ApproverSignature))
+	if err != nil {
+		return seal.PublicKey{}, fmt.Errorf("the approver signature is not one of %s's listed keys: %w", t.ApprovedBy, err)
+	}
+	return k, nil
+}
+
+// KeyOwner is the login whose keys signingKeys (policies' signing_keys)
+// list one with fingerprint; "" when none does, or when more than one
+// login lists it (a key is one person's).
+func KeyOwner(signingKeys map[string][]string, fingerprint string) string {
+	owner := ""
+	for login, lines := range signingKeys {
+		for _, l := range lines {
+			if k, err := seal.ParsePublicKey(l); err == nil && k.Fingerprint() == fingerprint {
+				if owner != "" && !strings.EqualFold(owner, login) {
+					return ""
+				}
+				owner = login
+			}
+		}
+	}
+	return owner
+}
+
 // Encode is the token file content.
 func (t *Token) Encode() []byte {
 	b, err := json.MarshalIndent(t, "", "  ")
@@ -143,7 +217,7 @@ func Read(repo, scheduleID string) ([]byte, error) {
 // present: one listing instead of a look per schedule (on a file system
 // that ignores case, Deploy.token is deploy's). Read says what each is.
 func Pending(repo string) (map[string]bool, error) {
-	entries, err := repofs.ReadDir(repo, pendingDir)
+	entries, err := repofs.ReadDir(repo, Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

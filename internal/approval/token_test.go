@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/astra-gitops/astra/internal/errkind"
+	"github.com/astra-gitops/astra/internal/seal"
 )
 
 var now = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
@@ -75,5 +78,54 @@ func TestPayloadHash(t *testing.T) {
 	}
 	if PayloadHash(p, json.RawMessage(`{"order":1}`)) == PayloadHash(p, json.RawMessage(`{"order":2}`)) || PayloadHash(p, nil) == PayloadHash(p, json.RawMessage(`{}`)) {
 		t.Fatal("the event does not count")
+	}
+}
+
+// An approver's signature counts only with a key policies list for
+// approved_by, over the token as signed: another login, another key or an
+// edited token is refused.
+func TestVerifyApprover(t *testing.T) {
+	priv, pub, err := seal.Generate("octocat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := seal.ParseSigner(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, other, _ := seal.Generate("mallory")
+	tok := token()
+	tok.PR, tok.ApprovedBy = 0, "octocat"
+	sig, err := signer.Sign(seal.Approval, tok.SignedBytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	armored, _ := seal.Armor(sig)
+	tok.ApproverSignature = string(armored)
+	keys := map[string][]string{"OctoCat": {other.String(), pub.String()}}
+	if k, err := tok.VerifyApprover(keys); err != nil || k.Fingerprint() != pub.Fingerprint() {
+		t.Fatalf("a good signature: %v", err)
+	}
+	parsed, err := Parse(tok.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parsed.VerifyApprover(keys); err != nil {
+		t.Fatalf("the token file's signature: %v", err)
+	}
+	for name, c := range map[string]struct {
+		edit func(*Token)
+		keys map[string][]string
+	}{
+		"unlisted key":  {func(*Token) {}, map[string][]string{"octocat": {other.String()}}},
+		"another login": {func(t *Token) { t.ApprovedBy = "mallory" }, map[string][]string{"octocat": {pub.String()}, "mallory": {other.String()}}},
+		"edited":        {func(t *Token) { t.ExpiresAt = t.ExpiresAt.Add(time.Hour) }, keys},
+		"unsigned":      {func(t *Token) { t.ApproverSignature = "" }, keys},
+	} {
+		c2 := *parsed
+		c.edit(&c2)
+		if _, err := c2.VerifyApprover(c.keys); errkind.Of(err) != errkind.ErrRefused {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

@@ -3,12 +3,16 @@ package cli
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/astra-gitops/astra/internal/approval"
 	"github.com/astra-gitops/astra/internal/errkind"
+	"github.com/astra-gitops/astra/internal/gitops"
+	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/introspect"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
@@ -19,13 +23,14 @@ func (a *app) approvalsCmd() *cobra.Command {
 		Use:   "approvals",
 		Short: "List, approve and reject approval requests",
 		Example: `  astra approvals list
-  astra approvals approve deploy_site --by octocat
+  astra approvals approve deploy_site
   astra approvals reject deploy_site --by octocat --reason "not this week"`,
 		Long: `Runs that need a human (tier 2, task policy auto_execute: false, tools with
 requires_approval, autonomy L0/L1) wait for an approval. In CI each request
-is a pull request: merge it to approve one run, close it to reject. Locally,
-'approve' writes the token file a merge would bring, and 'reject'
-records the rejection in the ledger.`,
+is a pull request: merge it to approve one run, close it to reject. Without
+one, 'approve' signs an approval of one run with your SSH key (listed for
+you under signing_keys in policies) and publishes it, and 'reject' records
+the rejection in the ledger.`,
 	}
 	cmd.AddCommand(a.approvalsListCmd(), a.approveCmd("approve"), a.rejectCmd())
 	return cmd
@@ -86,6 +91,7 @@ func fmtTime(t time.Time) string {
 type approveOptions struct {
 	schedule string
 	by       string
+	key      string
 	ttl      string
 	run      runFlags
 }
@@ -94,28 +100,48 @@ func (a *app) approveCmd(use string) *cobra.Command {
 	var o approveOptions
 	cmd := &cobra.Command{
 		Use:   use + " <schedule>",
-		Short: "Approve the pending (or next) run of a schedule without a pull request (recorded)",
-		Long: `approve records in the ledger that you approve the schedule's open request,
-or its next due run when none is open, and writes the token file
-var/approvals/pending/<schedule_id>.token for the record. The ledger entry is
-what counts: the next run-due executes the run once. You must hold the approve
-permission for the schedule (its task policy's approver_role, else
-permissions.approve in policies); who you are comes from GitHub in CI and
-from your git config user.email, mapped under identities:, locally.
+		Short: "Approve one run of a schedule: a token signed with your SSH key",
+		Long: `approve signs an approval of one run with your SSH key (the real
+ssh-keygen -Y sign, namespace astra-approval@astra) and publishes it: the
+token var/approvals/pending/<schedule_id>.token goes to the branch astra
+commits to on the remote, as a commit of astra's own that holds that file
+only (your checkout and your branch are left alone, so nothing else of
+yours is published). The next run-due verifies it and runs that run once.
 
-A request that has a pull request is approved by merging it instead.`,
+The run approved is the schedule's open request or, when nothing is
+pending, its next slot (the command says which); a schedule that never
+needs an approval has nothing to approve (run it with 'astra run'). The
+token binds the run's action: the tool entry, the files it runs (by git
+blob id), the payload, the actor and astra's version. If any of it
+changes before the run, the approval is refused.
+
+The key says who approves: policies list each approver's public keys
+under signing_keys, and that login must hold the approve permission for
+the schedule (its task policy's approver_role, else permissions.approve).
+The key is --key FILE, else git config user.signingkey when gpg.format is
+ssh, else ~/.ssh/id_ed25519; a .pub file (or literal key) signs through
+ssh-agent. A token nobody signed approves nothing, whoever it names.
+
+--no-push writes the signed token into the checkout only; publish it by
+committing and pushing that file (or through a pull request). --dry-run
+shows the token that would be signed; only there may --by name the
+approver. A request that has a pull request is approved by merging it.`,
 		ValidArgsFunction: a.completeSchedules,
-		Example: `  astra approvals approve production_deploy
-  astra approve production_deploy --ttl 2h`,
+		Example: `  astra approve production_deploy
+  astra approve production_deploy --key ~/.ssh/id_ed25519 --ttl 2h
+  astra approve production_deploy --no-push && git add var/approvals/pending && git commit -m approve && git push
+  astra approve production_deploy --dry-run --by octocat`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.schedule = args[0]
 			return a.runApprove(cmd.Context(), o)
 		},
 	}
-	byFlag(cmd, &o.by)
-	cmd.Flags().BoolVar(&o.run.noPush, "no-push", false, "commit the approval locally, do not push")
-	cmd.Flags().StringVar(&o.ttl, "ttl", "", "how long the approval is valid (default the schedule's approval_ttl, 24h)")
+	cmd.Flags().StringVar(&o.by, "by", "", "with --dry-run: who would approve (otherwise your signing key says who)")
+	cmd.Flags().StringVar(&o.key, "key", "", "the SSH key to sign with (default: git config user.signingkey with gpg.format ssh, else ~/.ssh/id_ed25519)")
+	cmd.Flags().BoolVar(&o.run.noPush, "no-push", false, "write the signed token into the checkout only; publish it yourself")
+	cmd.Flags().BoolVar(&o.run.dryRun, "dry-run", false, "show the token that would be signed; sign and write nothing")
+	cmd.Flags().StringVar(&o.ttl, "ttl", "", "how long the approval is valid (default the schedule's approval_ttl, 24h; for a slot to come, from that slot)")
 	return cmd
 }
 
@@ -125,36 +151,92 @@ func (a *app) runApprove(ctx context.Context, o approveOptions) error {
 	if err != nil {
 		return err
 	}
-	d := s.ApprovalTTL.D()
+	var ttl time.Duration
 	if o.ttl != "" {
 		v, err := model.ParseDuration(o.ttl)
 		if err != nil || v.D() <= 0 {
 			return errkind.Usagef("--ttl %q: use a duration such as 30m, 2h or 1d", o.ttl)
 		}
-		d = v.D()
+		ttl = v.D()
+	}
+	if o.by != "" && !o.run.dryRun {
+		return errkind.Usagef("--by is for --dry-run only: astra approve signs with your SSH key, and the key says who approves")
 	}
 	r, err := a.newRunner(cfg, o.run, plan.Filter{}, 1)
 	if err != nil {
 		return err
 	}
-	id, err := a.who(ctx, r, cfg, model.VerbApprove, s.Name, o.by, o.run)
+	id := identity.Identity{Login: strings.TrimPrefix(o.by, "@"), Source: identity.SourceClaim}
+	var signer *approval.Signer
+	if o.by == "" {
+		if signer, err = approval.NewSigner(ctx, a.approverKey(o.key)); err != nil {
+			return err
+		}
+		defer signer.Close()
+		login := approval.KeyOwner(cfg.Policies.SigningKeys, signer.Fingerprint())
+		if login == "" {
+			return r.Refuse(ctx, model.VerbApprove, s.Name, identity.Identity{Source: identity.SourceSignature},
+				fmt.Sprintf("your key %s is not listed under signing_keys in policies: add `signing_keys: {<your GitHub login>: [\"%s\"]}` "+
+					"through a pull request (code owners review it)", signer.Fingerprint(), signer.PublicKey()), s)
+		}
+		id = identity.SignatureIdentity(login)
+	}
+	if err := r.Permit(ctx, model.VerbApprove, s.Name, id, s); err != nil {
+		return err
+	}
+	draft, err := r.DraftApproval(ctx, s, id.Login, ttl)
 	if err != nil {
 		return err
 	}
-	rep, tok, err := r.Approve(ctx, s, id, d)
-	if err != nil {
-		return a.finishRecord(rep, err)
+	tok := draft.Token
+	if o.run.dryRun {
+		if a.json() {
+			return a.printJSON(tok)
+		}
+		fmt.Fprintf(a.stdout, "would approve %s as %s until %s: astra approve signs this token with the approver's SSH key and publishes it\n%s",
+			draft.What, id, tok.ExpiresAt.UTC().Format(time.RFC3339), tok.Encode())
+		return nil
+	}
+	if err := signer.Sign(ctx, tok); err != nil {
+		return err
+	}
+	where := ""
+	if !o.run.noPush {
+		branch, commit, err := r.PublishApproval(ctx, tok)
+		if err != nil {
+			return err
+		}
+		if branch != "" {
+			where = fmt.Sprintf("published to %s on the remote (commit %.12s)", branch, commit)
+		}
+	}
+	if where == "" {
+		if _, err := approval.Write(a.repo(), tok); err != nil {
+			return errkind.Default(fmt.Errorf("writing %s: %w", approval.Path(s.ID), err), errkind.ErrInfra)
+		}
+		where = "wrote " + approval.Path(s.ID) + " here only: publish it by committing and pushing that file (a pull request works too; the signature, not who pushes, is what counts)"
+		if !o.run.noPush {
+			where = "wrote " + approval.Path(s.ID) + " (this checkout has no remote: runs here use it)"
+		}
 	}
 	if a.json() {
 		return a.printJSON(tok)
 	}
-	what := "its next due run"
-	if tok.IdempotencyKey != "" {
-		what = "the run requested for " + tok.Slot.UTC().Format(time.RFC3339)
+	fmt.Fprintf(a.stdout, "approves %s, as %s (key %s) until %s\n%s\nthe next run-due checks it and runs it once\n",
+		draft.What, id.Login, signer.Fingerprint(), tok.ExpiresAt.UTC().Format(time.RFC3339), where)
+	return nil
+}
+
+// approverKey is the key astra approve signs with: --key, else git's SSH
+// signing key, else ~/.ssh/id_ed25519.
+func (a *app) approverKey(flag string) string {
+	if flag != "" {
+		return flag
 	}
-	fmt.Fprintf(a.stdout, "approved %s of %s as %s until %s; recorded in the ledger and wrote %s\nthe next run-due executes it once\n",
-		what, s.Name, id, tok.ExpiresAt.Format(time.RFC3339), approval.Path(s.ID))
-	return a.finishRecord(rep, nil)
+	if k := gitops.SigningKey(a.repo()); k != "" {
+		return k
+	}
+	return filepath.Join(a.getenv("HOME"), ".ssh", "id_ed25519")
 }
 
 // rejectOptions are `astra approvals reject`'s flags and argument.

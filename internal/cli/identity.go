@@ -24,7 +24,7 @@ func byFlag(cmd *cobra.Command, by *string) {
 func (a *app) who(ctx context.Context, r *runner.Runner, cfg *model.Config, verb, target, by string, f runFlags) (identity.Identity, error) {
 	id, err := identity.Resolve(a.person(cfg, by, f))
 	if err != nil {
-		return id, r.Refuse(ctx, verb, target, id, err.Error())
+		return id, r.Refuse(ctx, verb, target, id, err.Error(), cfg.Schedule(target))
 	}
 	return id, nil
 }

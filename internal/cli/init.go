@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/astra-gitops/astra/internal/approval"
 	"github.com/astra-gitops/astra/internal/config"
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
@@ -71,6 +72,7 @@ func (a *app) runInit(ctx context.Context, o initOptions) error {
 	}
 	if opts.Approver != "" {
 		opts.Email = email
+		opts.SigningKey = a.approverPublicKey(ctx)
 	}
 	key, env, note, err := a.newLedgerKey(o.keyFile)
 	if err != nil {
@@ -128,6 +130,11 @@ func (a *app) runInit(ctx context.Context, o initOptions) error {
 			fmt.Fprintln(a.stdout, "To add the approval example (an external tool that waits for a human), say who approves:\n  astra init --approver <your-github-login>")
 		} else if opts.Approver != "" {
 			fmt.Fprintf(a.stdout, "%s approves; try an approval with `astra run weekly_announcement`.\n", opts.Approver)
+			if opts.SigningKey != "" {
+				fmt.Fprintf(a.stdout, "`astra approve` signs with your SSH key (%s), listed for %s under signing_keys.\n", a.approverKey(""), opts.Approver)
+			} else {
+				fmt.Fprintln(a.stdout, "No SSH key found: to approve with `astra approve`, list your public key under signing_keys in policies/approvals.yaml.")
+			}
 			fmt.Fprintln(a.stdout, "Sign approval tokens too (recommended): openssl rand -hex 32 | gh secret set ASTRA_APPROVAL_SECRET")
 		}
 		fmt.Fprintln(a.stdout, "Approval pull requests opened with the default GITHUB_TOKEN do not trigger other workflows; see the README.")
@@ -137,6 +144,17 @@ func (a *app) runInit(ctx context.Context, o initOptions) error {
 		a.printSetup(a.stdout, key, false)
 	}
 	return nil
+}
+
+// approverPublicKey is the public key `astra approve` would sign with
+// here, "" when there is none.
+func (a *app) approverPublicKey(ctx context.Context) string {
+	s, err := approval.NewSigner(ctx, a.approverKey(""))
+	if err != nil {
+		return ""
+	}
+	defer s.Close()
+	return s.PublicKey()
 }
 
 // printInit lists what init wrote, or would write.

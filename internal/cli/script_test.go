@@ -2,14 +2,19 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +28,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/astra-gitops/astra/internal/approval"
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/gittest"
 	"github.com/astra-gitops/astra/internal/identity"
@@ -42,6 +48,7 @@ func TestScripts(t *testing.T) {
 		Dir:                 "../../testdata/script",
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
+			env.Values[idpKey] = &scriptIDP{}
 			// Tools in the scripts are files of the archive: make them executable.
 			err := filepath.WalkDir(env.WorkDir, func(p string, d fs.DirEntry, err error) error {
 				if err == nil && !d.IsDir() && strings.HasSuffix(p, ".sh") {
@@ -80,6 +87,9 @@ func TestScripts(t *testing.T) {
 			"closedport":  closedPort,
 			"signjwt":     signJWT,
 			"github":      scriptGitHubCmd,
+			"approverkey": approverKey,
+			"jwtissuer":   jwtIssuer,
+			"signtoken":   signToken,
 		},
 	})
 }
@@ -331,21 +341,133 @@ func closedPort(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(l.Close())
 }
 
-// signjwt ISSUER AUDIENCE TIME VAR: set $VAR to a JWT of ISSUER for
-// AUDIENCE, valid from TIME (RFC3339) for 5 minutes, signed by a key of
-// its own (kid "k1") that no key set holds.
+// signjwt ISSUER AUDIENCE TIME VAR [LIFETIME [JTI]]: set $VAR to a JWT of
+// ISSUER for AUDIENCE (subject "caller"), issued at TIME (RFC3339, or
+// "now" for the machine's clock) and valid for LIFETIME (default 5m),
+// with jti JTI (default a fresh one). It is signed by the key of the
+// script's identity provider (jwtissuer) when ISSUER is its URL, else by
+// a key of its own (kid "k1") that no key set holds.
 func signJWT(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 4 {
-		ts.Fatalf("usage: signjwt issuer audience time var")
+	if len(args) < 4 || len(args) > 6 {
+		ts.Fatalf("usage: signjwt issuer audience time var [lifetime [jti]]")
 	}
-	at, err := time.Parse(time.RFC3339, args[2])
+	at := time.Now().Truncate(time.Second)
+	if args[2] != "now" {
+		var err error
+		at, err = time.Parse(time.RFC3339, args[2])
+		ts.Check(err)
+	}
+	life := 5 * time.Minute
+	if len(args) > 4 {
+		var err error
+		life, err = time.ParseDuration(args[4])
+		ts.Check(err)
+	}
+	jti := fmt.Sprintf("jti-%d", time.Now().UnixNano())
+	if len(args) > 5 {
+		jti = args[5]
+	}
+	kid, key := "k1", any(nil)
+	if p, _ := ts.Value(idpKey).(*scriptIDP); p != nil && p.url == args[0] {
+		kid, key = "k2", p.key
+	} else {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		ts.Check(err)
+		key = k
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
 	ts.Check(err)
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ts.Check(err)
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
-	ts.Check(err)
-	tok, err := jwt.Signed(signer).Claims(jwt.Claims{Issuer: args[0], Audience: jwt.Audience{args[1]}, Subject: "caller",
-		IssuedAt: jwt.NewNumericDate(at), Expiry: jwt.NewNumericDate(at.Add(5 * time.Minute))}).Serialize()
+	tok, err := jwt.Signed(signer).Claims(jwt.Claims{Issuer: args[0], Audience: jwt.Audience{args[1]}, Subject: "caller", ID: jti,
+		IssuedAt: jwt.NewNumericDate(at), Expiry: jwt.NewNumericDate(at.Add(life))}).Serialize()
 	ts.Check(err)
 	ts.Setenv(args[3], tok)
+}
+
+// idpKey holds a script's identity provider (jwtissuer) in its values.
+type idpKeyType struct{}
+
+var idpKey idpKeyType
+
+// scriptIDP is an identity provider a script started: its URL and key.
+type scriptIDP struct {
+	url string
+	key *ecdsa.PrivateKey
+}
+
+// jwtissuer VAR: start an identity provider for this script, a real TLS
+// server whose key set holds one key (kid "k2"); set $VAR to its URL (an
+// issuer whose jwks_url is $VAR/keys) and make astra trust its
+// certificate (SSL_CERT_FILE). signjwt signs for it.
+func jwtIssuer(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: jwtissuer var")
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ts.Check(err)
+	set, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k2", Algorithm: "ES256", Use: "sig"}}})
+	ts.Check(err)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/keys" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(set)
+	}))
+	ts.Defer(srv.Close)
+	cert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	certFile := ts.MkAbs("idp-cert.pem")
+	ts.Check(os.WriteFile(certFile, cert, 0o644))
+	ts.Setenv("SSL_CERT_FILE", certFile)
+	p, _ := ts.Value(idpKey).(*scriptIDP)
+	if p == nil {
+		ts.Fatalf("jwtissuer: no holder for the identity provider")
+	}
+	p.url, p.key = srv.URL, key
+	ts.Setenv(args[0], srv.URL)
+}
+
+// approverkey LOGIN [FILE]: make LOGIN an SSH key with the real ssh-keygen
+// ($WORK/keys/LOGIN and .pub) and, with FILE, list its public key for
+// LOGIN under signing_keys there (the file is created with the section,
+// or appended to).
+func approverKey(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: approverkey login [policy file]")
+	}
+	key := ts.MkAbs(filepath.Join("keys", args[0]))
+	ts.Check(os.MkdirAll(filepath.Dir(key), 0o700))
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", args[0], "-f", key).CombinedOutput(); err != nil {
+		ts.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	if len(args) == 1 {
+		return
+	}
+	pub, err := os.ReadFile(key + ".pub")
+	ts.Check(err)
+	p := ts.MkAbs(args[1])
+	old, err := os.ReadFile(p)
+	if err != nil && !os.IsNotExist(err) {
+		ts.Fatalf("%v", err)
+	}
+	if len(old) == 0 {
+		old = []byte("signing_keys:\n")
+	}
+	line := fmt.Sprintf("  %s: [%q]\n", args[0], strings.TrimSpace(string(pub)))
+	ts.Check(os.WriteFile(p, append(old, line...), 0o644))
+}
+
+// signtoken KEY FILE: sign the approval token FILE with the SSH key KEY,
+// as `astra approve` would (ssh-keygen -Y sign), whoever's key it is.
+func signToken(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: signtoken key file")
+	}
+	tok, err := approval.Parse([]byte(ts.ReadFile(args[1])))
+	ts.Check(err)
+	s, err := approval.NewSigner(context.Background(), ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer s.Close()
+	ts.Check(s.Sign(context.Background(), tok))
+	ts.Check(os.WriteFile(ts.MkAbs(args[1]), tok.Encode(), 0o644))
 }

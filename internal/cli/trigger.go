@@ -26,6 +26,7 @@ type triggerOptions struct {
 	payloadFile string
 	signature   string // --signature, else $ASTRA_TRIGGER_SIGNATURE
 	jwt         string // --jwt, else $ASTRA_TRIGGER_JWT
+	githubEvent string // --github-event, else $ASTRA_GITHUB_EVENT
 	key         string
 	by          string
 }
@@ -51,12 +52,17 @@ ASTRA_TRIGGER_SIGNATURE): "t=<unix time>,v1=<hex HMAC-SHA256 of
 '<t>\n<event>\n<payload>'>", accepted within 5 minutes of t and only once,
 so it can be neither replayed nor used for another event; or GitHub's own
 X-Hub-Signature-256 "sha256=<hex HMAC of the payload>" for a relayed GitHub
-webhook (its payload then is its idempotency key). A wrong, missing or
-replayed signature is refused, recorded, and exits 2; so is a JWT that does
-not verify. A JWT whose issuer's keys cannot be fetched was not checked at
-all: nothing runs, nothing is recorded, exit 3.`,
+webhook. That one covers the body only, so the delivery's X-GitHub-Event
+must come with it (--github-event, or ASTRA_GITHUB_EVENT) and the event
+triggered must be github.<that event>; its payload is its idempotency key.
+A JWT must carry iat and jti, live no longer than its issuer's max_lifetime
+(default 1h) and is accepted once; its expiry is checked against this
+machine's clock, never --now. A wrong, missing or replayed signature or
+JWT is refused, recorded, and exits 2. A JWT whose issuer's keys cannot be
+fetched was not checked at all: nothing runs, nothing is recorded, exit 3.`,
 		Example: `  astra trigger n8n.newsletter.ready --payload-file event.json
   astra trigger deploy.requested --payload-file - --signature "$SIG" < body.json
+  astra trigger github.push --payload-file body.json --signature "$X_HUB_SIGNATURE_256" --github-event push
   astra trigger order.paid --payload-file order.json --jwt "$OIDC_TOKEN"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -68,6 +74,7 @@ all: nothing runs, nothing is recorded, exit 3.`,
 	cmd.Flags().StringVar(&o.payloadFile, "payload-file", "", "JSON payload of the event (- for stdin)")
 	cmd.Flags().StringVar(&o.signature, "signature", "", "t=<unix>,v1=<hex> (or sha256=<hex> from GitHub) when ASTRA_TRIGGER_SECRET is set")
 	cmd.Flags().StringVar(&o.jwt, "jwt", "", "a JWT from an issuer configured in policies (default $ASTRA_TRIGGER_JWT)")
+	cmd.Flags().StringVar(&o.githubEvent, "github-event", "", "the X-GitHub-Event of a relayed GitHub delivery signed sha256=... (default $ASTRA_GITHUB_EVENT)")
 	cmd.Flags().StringVar(&o.key, "idempotency-key", "", "the event's idempotency key (default: hash of event and payload)")
 	byFlag(cmd, &o.by)
 	return cmd
@@ -100,11 +107,14 @@ func (a *app) runTrigger(ctx context.Context, o triggerOptions) error {
 	}
 	caller, err := identity.AuthenticateTrigger(ctx, identity.TriggerAuth{
 		Event: o.event, Payload: payload, Key: o.key, Now: a.now(),
-		Secret:    []byte(a.getenv("ASTRA_TRIGGER_SECRET")),
-		Signature: cmp.Or(strings.TrimSpace(o.signature), strings.TrimSpace(a.getenv("ASTRA_TRIGGER_SIGNATURE"))),
-		JWT:       cmp.Or(strings.TrimSpace(o.jwt), strings.TrimSpace(a.getenv("ASTRA_TRIGGER_JWT"))),
-		Verifier:  identity.NewVerifier(cfg.Policies.Issuers, nil, a.now),
-		Person:    a.person(cfg, o.by, o.run),
+		Secret:      []byte(a.getenv("ASTRA_TRIGGER_SECRET")),
+		Signature:   cmp.Or(strings.TrimSpace(o.signature), strings.TrimSpace(a.getenv("ASTRA_TRIGGER_SIGNATURE"))),
+		GitHubEvent: cmp.Or(strings.TrimSpace(o.githubEvent), strings.TrimSpace(a.getenv("ASTRA_GITHUB_EVENT"))),
+		JWT:         cmp.Or(strings.TrimSpace(o.jwt), strings.TrimSpace(a.getenv("ASTRA_TRIGGER_JWT"))),
+		// A token's expiry is the machine's clock's to judge: --now moves
+		// the run's time, never a credential's.
+		Verifier: identity.NewVerifier(cfg.Policies.Issuers, nil, nil),
+		Person:   a.person(cfg, o.by, o.run),
 	})
 	var refusal *identity.TriggerRefusal
 	switch {
@@ -116,7 +126,7 @@ func (a *app) runTrigger(ctx context.Context, o triggerOptions) error {
 		return err
 	}
 	rep, err := r.Trigger(ctx, runner.TriggerRequest{Event: o.event, Payload: payload, Key: o.key, By: caller.By,
-		Signature: caller.Signature.ID, SignatureExpires: caller.Signature.Expires})
+		Signature: caller.Signature.ID, SignatureExpires: caller.Signature.Expires, GitHubEvent: caller.GitHubEvent})
 	return a.finishRun(rep, err)
 }
 
@@ -124,7 +134,7 @@ func (a *app) runTrigger(ctx context.Context, o triggerOptions) error {
 // signature as trigger.refused, a refused caller as action.refused.
 func (a *app) refuseTrigger(ctx context.Context, r *runner.Runner, o triggerOptions, refusal *identity.TriggerRefusal) error {
 	if !refusal.Signature {
-		return r.Refuse(ctx, model.VerbTrigger, o.event, refusal.By, refusal.Why)
+		return r.Refuse(ctx, model.VerbTrigger, o.event, refusal.By, refusal.Why, nil)
 	}
 	if !o.run.dryRun {
 		if _, err := r.RefuseTrigger(ctx, o.event, "signature", refusal.Why); err != nil {

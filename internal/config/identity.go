@@ -205,6 +205,10 @@ func validateIssuer(p *model.Policies, iss *model.Issuer, diags *diag.List) {
 	if len(iss.Actors) == 0 {
 		diags.Errorf(m.Pos, "add actors: [{claims: {...}, actor: ...}]", "issuer %q maps no caller to an actor", iss.Issuer)
 	}
+	if m.Has("max_lifetime") && (iss.MaxLifetime <= 0 || iss.MaxLifetime.D() > model.MaxTokenLifetime) {
+		diags.Errorf(m.At("max_lifetime"), "a short-lived token is one a leak costs little: use 1h, or at most 24h",
+			"issuer %q: max_lifetime %s is not between 1s and %s", iss.Issuer, iss.MaxLifetime.D(), model.MaxTokenLifetime)
+	}
 	for _, ca := range iss.Actors {
 		if ca != nil {
 			validateClaimsActor(p, iss.Issuer, ca, diags)

@@ -56,6 +56,7 @@ func validateTrust(cfg *model.Config, diags *diag.List) {
 	for _, who := range p.Roles {
 		listed = append(listed, who...)
 	}
+	owners := map[string]string{} // key fingerprint -> the login listing it first
 	for _, login := range sortedKeys(p.SigningKeys) {
 		pos := p.Meta.At("signing_keys." + strings.ToLower(login))
 		if strings.HasPrefix(login, "@") || !loginRe.MatchString(login) {
@@ -66,9 +67,17 @@ func validateTrust(cfg *model.Config, diags *diag.List) {
 			diags.Errorf(pos, "list the person's SSH public keys, or remove the entry", "signing_keys: %s lists no key", login)
 		}
 		for _, k := range p.SigningKeys[login] {
-			if _, err := seal.ParsePublicKey(k); err != nil {
+			pub, err := seal.ParsePublicKey(k)
+			if err != nil {
 				diags.Errorf(pos, "paste the line of the person's .pub file", "signing_keys of %s: %v", login, err)
+				continue
 			}
+			fp := pub.Fingerprint()
+			if other, ok := owners[fp]; ok && !strings.EqualFold(other, login) {
+				diags.Errorf(pos, "a signing key is one person's: each approver lists their own", "signing_keys: %s lists the key %s that %s lists too", login, fp, other)
+				continue
+			}
+			owners[fp] = login
 		}
 		if !slices.ContainsFunc(listed, func(w string) bool { return strings.EqualFold(w, login) }) {
 			diags.Warnf(pos, "add the login to a role, or remove its keys", "signing_keys: %s is in no role, so nothing it signs can count", login)

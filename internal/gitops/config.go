@@ -16,3 +16,20 @@ func SetConfig(dir, key, value string) error {
 	}
 	return nil
 }
+
+// SigningKey is the SSH key git signs commits with for the repository at
+// dir: user.signingkey when gpg.format is ssh (a key file, or a literal
+// public key), "" otherwise.
+func SigningKey(dir string) string {
+	get := func(key string) string {
+		out, err := exec.Command("git", "-C", dir, "config", "--get", key).Output()
+		if err != nil {
+			return ""
+		}
+		return string(bytes.TrimSpace(out))
+	}
+	if get("gpg.format") != "ssh" {
+		return ""
+	}
+	return get("user.signingkey")
+}

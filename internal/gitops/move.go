@@ -57,6 +57,22 @@ func (r *Repo) Files(commit string, paths ...string) (map[string][]byte, error) 
 	return out, nil
 }
 
+// RemoteFiles returns the files at or under paths on the branch astra
+// commits to as the remote had it at the last fetch or push (its
+// remote-tracking branch), by slash path; none before the first fetch.
+// It is how a run sees what was pushed to the branch beside the checkout
+// (a signed approval token), without moving the checkout.
+func (r *Repo) RemoteFiles(paths ...string) (map[string][]byte, error) {
+	ref, err := r.st.Reference(plumbing.NewRemoteReferenceName(r.opts.Remote, r.branch.Short()))
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.Files(ref.Hash().String(), paths...)
+}
+
 // filesAt lists the files at or under paths in commit h (none for the zero
 // hash), as changes from nothing.
 func (r *Repo) filesAt(h plumbing.Hash, paths []string) ([]fileChange, error) {

@@ -167,6 +167,12 @@ func TestPushFiles(t *testing.T) {
 	if gitCmd(t, dir, "rev-parse", "origin/main") != c2 {
 		t.Fatal("the remote-tracking branch was not updated")
 	}
+	// What was pushed beside the checkout is readable there, from the
+	// branch as the remote has it.
+	seen, err := r.RemoteFiles("var/schedules/")
+	if err != nil || len(seen) != 1 || string(seen[ledger]) != "l1\nl2\n" {
+		t.Fatalf("RemoteFiles = %q, %v", seen, err)
+	}
 }
 
 func TestHeadHas(t *testing.T) {

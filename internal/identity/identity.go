@@ -18,7 +18,9 @@
 //     (Verified false, Source "claim").
 //
 // Approvals decided on GitHub are made by the pull request's merger or
-// closer (PullRequestIdentity); a JWT caller is the token's subject, acting
+// closer (PullRequestIdentity), approvals made with `astra approve` by
+// the person whose listed SSH key signed them (SignatureIdentity): never
+// by whoever runs a command, in CI or not. A JWT caller is the token's subject, acting
 // as the actor its claims map to (Verifier).
 //
 // A local identity is as good as the machine's git configuration: what
@@ -31,6 +33,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 // Sources of an identity.
@@ -40,6 +43,7 @@ const (
 	SourceClaim         = "claim"          // --by in a dry run or with --no-push: unverified
 	SourcePullRequest   = "pull-request"   // the merger or closer of an approval pull request
 	SourceJWT           = "jwt"            // a verified token of a configured issuer
+	SourceSignature     = "signature"      // the approver whose listed SSH key signed an approval
 )
 
 // Identity is who performs an action.
@@ -50,6 +54,10 @@ type Identity struct {
 	Email    string         // git config user.email, outside CI
 	Actor    string         // for a JWT: the actor its claims map to
 	Claims   map[string]any // for a JWT: all its claims
+	// TokenID names a JWT (a hash of its issuer and jti) without revealing
+	// it, and TokenExpires is its exp: it is accepted once until then.
+	TokenID      string
+	TokenExpires time.Time
 }
 
 // String names the identity and where it comes from, for messages and the
@@ -70,6 +78,8 @@ func (id Identity) String() string {
 		return who + " (pull request)"
 	case SourceJWT:
 		return who + " (JWT, as actor " + id.Actor + ")"
+	case SourceSignature:
+		return who + " (signing key)"
 	}
 	return who
 }
@@ -78,6 +88,12 @@ func (id Identity) String() string {
 // closed a pull request.
 func PullRequestIdentity(login string) Identity {
 	return Identity{Login: login, Source: SourcePullRequest, Verified: true}
+}
+
+// SignatureIdentity is the person whose SSH key, listed for them under
+// signing_keys in policies, signed an approval.
+func SignatureIdentity(login string) Identity {
+	return Identity{Login: login, Source: SourceSignature, Verified: true}
 }
 
 // Refusals of Resolve, matched with errors.Is.

@@ -2,6 +2,8 @@ package identity
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,10 +61,13 @@ func NewVerifier(issuers []*model.Issuer, client *http.Client, now func() time.T
 
 // Verify checks token: an allowed algorithm, a signature by its issuer's
 // key (found by kid), iss exactly a configured issuer, aud containing that
-// issuer's audience, exp present and exp/nbf/iat within Skew; then maps its
-// claims to an actor by the issuer's first matching actors entry. The
-// Identity's Login is the token's sub and Actor the mapped actor. Errors
-// never quote the token.
+// issuer's audience, exp and iat present, exp − iat within the issuer's
+// max_lifetime, a jti, and exp/nbf/iat within Skew of the Verifier's
+// clock (the machine's, never a run's --now); then maps its claims to an
+// actor by the issuer's first matching actors entry. The Identity's Login
+// is the token's sub, Actor the mapped actor, TokenID a name of its jti
+// (recorded: a token is used once) and TokenExpires its exp. Errors never
+// quote the token.
 //
 // A token that does not pass is refused (errkind.ErrRefused); an issuer
 // whose keys cannot be fetched is an outage (errkind.ErrInfra): the token
@@ -123,16 +128,33 @@ func (v *Verifier) verify(ctx context.Context, token string) (Identity, error) {
 		return Identity{}, fmt.Errorf("token audience %v does not include %q, the audience configured for %s", []string(std.Audience), iss.Audience, iss.Issuer)
 	case err != nil:
 		return Identity{}, fmt.Errorf("token claims refused: %v", err)
+	case std.IssuedAt == nil:
+		return Identity{}, fmt.Errorf("token of %s has no iat: astra bounds how long a token lives from when it was issued", iss.Issuer)
+	case std.ID == "":
+		return Identity{}, fmt.Errorf("token of %s has no jti: astra accepts each token once, by its jti", iss.Issuer)
+	}
+	if life := std.Expiry.Time().Sub(std.IssuedAt.Time()); life > iss.Lifetime() {
+		return Identity{}, fmt.Errorf("token of %s is valid for %s (exp − iat), longer than the %s its issuer's max_lifetime allows", iss.Issuer, span(life), span(iss.Lifetime()))
 	}
 	for _, m := range iss.Actors {
 		if m != nil && claimsMatch(m.Claims, claims) {
-			return Identity{Login: std.Subject, Source: SourceJWT, Verified: true, Actor: m.Actor, Claims: claims}, nil
+			sum := sha256.Sum256([]byte(iss.Issuer + "\n" + std.ID))
+			return Identity{Login: std.Subject, Source: SourceJWT, Verified: true, Actor: m.Actor, Claims: claims,
+				TokenID: "jwt:" + hex.EncodeToString(sum[:12]), TokenExpires: std.Expiry.Time().UTC()}, nil
 		}
 	}
 	return Identity{}, fmt.Errorf("token of %s for sub %q matches none of the issuer's actors in policies", iss.Issuer, std.Subject)
 }
 
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+// span says a lifetime in words: days beyond two of them.
+func span(d time.Duration) string {
+	if d >= 48*time.Hour {
+		return fmt.Sprintf("%d days", int(d.Hours()/24))
+	}
+	return d.String()
+}
 
 // claimsMatch: every pattern matches its claim, which must be a string.
 func claimsMatch(patterns map[string]string, claims map[string]any) bool {

@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,6 +119,9 @@ func sign(t *testing.T, alg jose.SignatureAlgorithm, key any, kid string, claims
 
 var jwtNow = time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 
+// jtis numbers the tokens the tests sign.
+var jtis atomic.Int64
+
 func setupJWT(t *testing.T) (*idp, *model.Issuer, *Verifier) {
 	testKeys(t)
 	p := newIDP(t, publicJWK(&rsaKey.PublicKey, "rsa1", "RS256"), publicJWK(&ecKey.PublicKey, "ec1", "ES256"))
@@ -132,7 +136,7 @@ func setupJWT(t *testing.T) (*idp, *model.Issuer, *Verifier) {
 func claims(iss string, mod func(*jwt.Claims, map[string]any)) (jwt.Claims, map[string]any) {
 	std := jwt.Claims{Issuer: iss, Subject: "repo:octo/widgets:ref:refs/heads/main", Audience: jwt.Audience{"astra"},
 		IssuedAt: jwt.NewNumericDate(jwtNow.Add(-time.Minute)), NotBefore: jwt.NewNumericDate(jwtNow.Add(-time.Minute)),
-		Expiry: jwt.NewNumericDate(jwtNow.Add(5 * time.Minute))}
+		Expiry: jwt.NewNumericDate(jwtNow.Add(5 * time.Minute)), ID: "jti-" + strconv.Itoa(int(jtis.Add(1)))}
 	extra := map[string]any{"repository": "octo/widgets", "ref": "refs/heads/main", "repository_id": "123"}
 	if mod != nil {
 		mod(&std, extra)
@@ -151,6 +155,9 @@ func TestVerifyJWT(t *testing.T) {
 	}
 	if id.Login != "repo:octo/widgets:ref:refs/heads/main" || id.Actor != "ci_main" || id.Source != SourceJWT || !id.Verified || id.Claims["repository_id"] != "123" {
 		t.Errorf("identity = %+v", id)
+	}
+	if !strings.HasPrefix(id.TokenID, "jwt:") || strings.Contains(id.TokenID, std.ID) || !id.TokenExpires.Equal(std.Expiry.Time()) {
+		t.Errorf("token id %q, expires %s", id.TokenID, id.TokenExpires)
 	}
 	if p.discovery.Load() != 1 || p.jwks.Load() != 1 {
 		t.Errorf("fetches: discovery %d, keys %d", p.discovery.Load(), p.jwks.Load())
@@ -199,6 +206,10 @@ func TestVerifyJWTRefuses(t *testing.T) {
 		{"issued in the future", valid(func(c *jwt.Claims, _ map[string]any) { c.IssuedAt = jwt.NewNumericDate(jwtNow.Add(2 * time.Minute)) }),
 			"token is issued in the future"},
 		{"no exp", valid(func(c *jwt.Claims, _ map[string]any) { c.Expiry = nil }), "has no exp"},
+		{"no iat", valid(func(c *jwt.Claims, _ map[string]any) { c.IssuedAt = nil }), "has no iat"},
+		{"no jti", valid(func(c *jwt.Claims, _ map[string]any) { c.ID = "" }), "has no jti: astra accepts each token once"},
+		{"ten years", valid(func(c *jwt.Claims, _ map[string]any) { c.Expiry = jwt.NewNumericDate(jwtNow.AddDate(10, 0, 0)) }),
+			"is valid for 3653 days (exp − iat), longer than the 1h0m0s its issuer's max_lifetime allows"},
 		{"wrong audience", valid(func(c *jwt.Claims, _ map[string]any) { c.Audience = jwt.Audience{"sts.amazonaws.com"} }),
 			`token audience [sts.amazonaws.com] does not include "astra"`},
 		{"wrong issuer", valid(func(c *jwt.Claims, _ map[string]any) { c.Issuer = "https://evil.example.com" }),

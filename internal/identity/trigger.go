@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -18,10 +19,14 @@ type TriggerAuth struct {
 	// signed with it; when not, a signature has nothing to be checked with.
 	Secret    []byte
 	Signature string // --signature, else ASTRA_TRIGGER_SIGNATURE
-	JWT       string // --jwt, else ASTRA_TRIGGER_JWT: a caller from another system
-	Now       time.Time
-	Verifier  *Verifier // checks a JWT against the policies' issuers; nil: none configured
-	Person    Env       // who a person is, when there is no JWT (Resolve)
+	// GitHubEvent is the relayed delivery's X-GitHub-Event (--github-event,
+	// else ASTRA_GITHUB_EVENT): GitHub's signature covers only the body,
+	// so the event name must come with it, and Event must be github.<it>.
+	GitHubEvent string
+	JWT         string // --jwt, else ASTRA_TRIGGER_JWT: a caller from another system
+	Now         time.Time
+	Verifier    *Verifier // checks a JWT against the policies' issuers; nil: none configured
+	Person      Env       // who a person is, when there is no JWT (Resolve)
 }
 
 // TriggerCaller is an authenticated trigger.
@@ -31,6 +36,9 @@ type TriggerCaller struct {
 	// ID is recorded so the request cannot be replayed. GitHub's relayed
 	// signature covers no time, so it leaves this zero.
 	Signature TriggerSignature
+	// GitHubEvent is the X-GitHub-Event of a relayed GitHub delivery whose
+	// signature verified ("" otherwise), recorded with the trigger.
+	GitHubEvent string
 }
 
 // TriggerRefusal is a trigger refused before anything ran: its signature
@@ -55,8 +63,11 @@ func (e *TriggerRefusal) Unwrap() error { return errkind.ErrRefused }
 //     is nothing to check it with); none is fine;
 //   - a secret and no signature: refused;
 //   - "sha256=<hex>" (GitHub's X-Hub-Signature-256 of a relayed webhook):
-//     checked against the payload; its payload is its idempotency key, so
-//     --idempotency-key with it is a usage error;
+//     checked against the payload, which is all it covers: the delivery's
+//     X-GitHub-Event must be given (GitHubEvent) and the event triggered
+//     must be github.<it>, or a body signed for one event could trigger
+//     another; its payload is its idempotency key, so --idempotency-key
+//     with it is a usage error;
 //   - otherwise "t=<unix>,v1=<hex>": checked against time, event and
 //     payload (VerifyTrigger).
 //
@@ -81,9 +92,18 @@ func AuthenticateTrigger(ctx context.Context, a TriggerAuth) (TriggerCaller, err
 		if a.Key != "" {
 			return c, errkind.Usagef("a GitHub-signed relay is identified by its payload: drop --idempotency-key")
 		}
+		gh := strings.TrimSpace(a.GitHubEvent)
+		switch {
+		case gh == "":
+			return refuseSignature("GitHub's signature covers the body only: name the delivery's event with --github-event <X-GitHub-Event> (or ASTRA_GITHUB_EVENT), " +
+				"and trigger github.<that event>")
+		case a.Event != "github."+gh:
+			return refuseSignature(fmt.Sprintf("the delivery is a GitHub %s event: its signed body may trigger github.%s only, not %s", gh, gh, a.Event))
+		}
 		if err := VerifyGitHubSignature(a.Secret, sig, a.Payload); err != nil {
 			return refuseSignature(err.Error())
 		}
+		c.GitHubEvent = gh
 	default:
 		v, err := VerifyTrigger(a.Secret, sig, a.Event, a.Payload, a.Now, 0)
 		if err != nil {

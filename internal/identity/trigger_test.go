@@ -13,6 +13,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
@@ -35,6 +36,8 @@ func TestAuthenticateTrigger(t *testing.T) {
 	std, extra := claims(iss.Issuer, nil)
 	goodJWT := sign(t, jose.RS256, rsaKey, "rsa1", std, extra)
 	forgedJWT := sign(t, jose.RS256, rogueRSAKey, "rsa1", std, extra)
+	std10, extra10 := claims(iss.Issuer, func(c *jwt.Claims, _ map[string]any) { c.Expiry = jwt.NewNumericDate(jwtNow.AddDate(10, 0, 0)) })
+	tenYears := sign(t, jose.RS256, rsaKey, "rsa1", std10, extra10)
 
 	secret := []byte("relay-secret-1")
 	payload := []byte(`{"order":42}`)
@@ -54,6 +57,7 @@ func TestAuthenticateTrigger(t *testing.T) {
 		sig    bool   // a refusal of the signature (else of the caller)
 		want   string // in the error, or the caller's login
 		signed bool   // the caller carries a timestamped signature's id
+		github string // the GitHub event the caller's signature binds
 	}{
 		{name: "no secret, no signature: the person", auth: TriggerAuth{Person: person}, want: "octocat"},
 		{name: "no secret, a signature given", auth: TriggerAuth{Signature: signed, Person: person}, kind: errkind.ErrUsage,
@@ -67,14 +71,23 @@ func TestAuthenticateTrigger(t *testing.T) {
 			kind: errkind.ErrRefused, sig: true, want: "outside the 5m0s window"},
 		{name: "malformed signature", auth: TriggerAuth{Secret: secret, Signature: "v1=abc", Person: person}, kind: errkind.ErrRefused, sig: true,
 			want: `signature must look like "t=<unix seconds>,v1=<64 hex digits>"`},
-		{name: "GitHub's signature", auth: TriggerAuth{Secret: secret, Signature: github, Person: person}, want: "octocat"},
-		{name: "GitHub's signature, wrong", auth: TriggerAuth{Secret: []byte("another-secret"), Signature: github, Person: person},
+		{name: "GitHub's signature", auth: TriggerAuth{Event: "github.push", GitHubEvent: "push", Secret: secret, Signature: github, Person: person},
+			want: "octocat", github: "push"},
+		{name: "GitHub's signature, wrong", auth: TriggerAuth{Event: "github.push", GitHubEvent: "push", Secret: []byte("another-secret"), Signature: github, Person: person},
 			kind: errkind.ErrRefused, sig: true, want: "does not match the payload"},
-		{name: "GitHub's signature with an idempotency key", auth: TriggerAuth{Secret: secret, Signature: github, Key: "k", Person: person},
+		{name: "GitHub's signature without the delivery's event", auth: TriggerAuth{Event: "github.push", Secret: secret, Signature: github, Person: person},
+			kind: errkind.ErrRefused, sig: true, want: "GitHub's signature covers the body only: name the delivery's event with --github-event"},
+		{name: "GitHub's signature of a push for another event", auth: TriggerAuth{Event: "ops.cleanup", GitHubEvent: "push", Secret: secret, Signature: github, Person: person},
+			kind: errkind.ErrRefused, sig: true, want: "the delivery is a GitHub push event: its signed body may trigger github.push only, not ops.cleanup"},
+		{name: "GitHub's signature of a push for another GitHub event", auth: TriggerAuth{Event: "github.release", GitHubEvent: "push", Secret: secret, Signature: github, Person: person},
+			kind: errkind.ErrRefused, sig: true, want: "may trigger github.push only, not github.release"},
+		{name: "GitHub's signature with an idempotency key", auth: TriggerAuth{Event: "github.push", GitHubEvent: "push", Secret: secret, Signature: github, Key: "k", Person: person},
 			kind: errkind.ErrUsage, want: "drop --idempotency-key"},
 		{name: "a person who cannot be established", auth: TriggerAuth{Person: stranger}, kind: errkind.ErrRefused,
 			want: "who@example.com is not mapped"},
 		{name: "JWT", auth: TriggerAuth{JWT: goodJWT, Verifier: verifier, Person: stranger}, want: "repo:octo/widgets:ref:refs/heads/main"},
+		{name: "JWT valid for ten years", auth: TriggerAuth{JWT: tenYears, Verifier: verifier}, kind: errkind.ErrRefused,
+			want: "is valid for 3653 days (exp − iat), longer than the 1h0m0s"},
 		{name: "JWT with a timestamped signature", auth: TriggerAuth{Secret: secret, Signature: signed, JWT: goodJWT, Verifier: verifier},
 			want: "repo:octo/widgets:ref:refs/heads/main", signed: true},
 		{name: "JWT that does not verify", auth: TriggerAuth{JWT: forgedJWT, Verifier: verifier}, kind: errkind.ErrRefused,
@@ -99,7 +112,7 @@ func TestAuthenticateTrigger(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got.By.Login != c.want || !got.By.Verified || (got.Signature.ID != "") != c.signed {
+				if got.By.Login != c.want || !got.By.Verified || (got.Signature.ID != "") != c.signed || got.GitHubEvent != c.github {
 					t.Fatalf("caller %+v, want %s (signed %v)", got, c.want, c.signed)
 				}
 				return

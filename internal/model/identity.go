@@ -3,6 +3,7 @@ package model
 import (
 	"path"
 	"strings"
+	"time"
 )
 
 // Verbs are the human actions that permissions: governs.
@@ -29,6 +30,22 @@ type Issuer struct {
 	JWKSURL  string         `yaml:"jwks_url" json:"jwks_url,omitempty" doc:"Where the signing keys are (default: jwks_uri of <issuer>/.well-known/openid-configuration)."`
 	Audience string         `yaml:"audience" json:"audience" required:"true" doc:"The aud value tokens must carry for astra."`
 	Actors   []*ClaimsActor `yaml:"actors" json:"actors" required:"true" doc:"Claim patterns to the actor a caller acts as; the first match wins."`
+	// MaxLifetime bounds exp − iat of the issuer's tokens.
+	MaxLifetime Duration `yaml:"max_lifetime" json:"max_lifetime,omitempty" doc:"Longest a token may be valid for, exp − iat (default 1h, at most 24h): a token valid for longer is refused."`
+}
+
+// Token lifetimes of issuers (Issuer.MaxLifetime).
+const (
+	DefaultTokenLifetime = time.Hour
+	MaxTokenLifetime     = 24 * time.Hour
+)
+
+// Lifetime is the longest an issuer's token may be valid for.
+func (i *Issuer) Lifetime() time.Duration {
+	if i.MaxLifetime <= 0 {
+		return DefaultTokenLifetime
+	}
+	return min(i.MaxLifetime.D(), MaxTokenLifetime)
 }
 
 // ClaimsActor maps tokens whose claims match every pattern to an actor.

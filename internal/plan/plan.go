@@ -240,7 +240,9 @@ func open(s *model.Schedule, st *state.State, keys []string, now time.Time) []Ca
 		}
 		out = append(out, c)
 	}
-	if a := st.Approvals[s.ID]; a != nil && a.Status == ledger.StatusApproved {
+	// An approved run is due at its slot (an approval may name a slot
+	// ahead); an approved rollback runs only when a person asks for it.
+	if a := st.Approvals[s.ID]; a != nil && a.Status == ledger.StatusApproved && !a.Rollback && !a.Slot.After(now) {
 		if _, busy := st.Open[a.Key]; !busy {
 			mode := a.Mode
 			if mode == "" {
@@ -250,6 +252,18 @@ func open(s *model.Schedule, st *state.State, keys []string, now time.Time) []Ca
 		}
 	}
 	return out
+}
+
+// Undecided reports whether slot is a fire time of s that no run has
+// decided yet, due at now (within its catch-up window) or the next one.
+// Only such a slot can be approved before anything requested it: an
+// approval decides its slot, so one further ahead would pass over the
+// slots before it.
+func Undecided(s *model.Schedule, st *state.State, slot, now time.Time) bool {
+	if s.Spec == nil || slot.IsZero() || !s.Spec.Next(slot.Add(-time.Second)).Equal(slot) {
+		return false
+	}
+	return slot.After(base(s, st)) && !slot.Before(now.Add(-Window(s))) && !slot.After(s.Spec.Next(now))
 }
 
 // countHorizon is how far back missed slots are counted: as far as the

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -87,8 +88,18 @@ func TestDue(t *testing.T) {
 		{"an approved request", []*model.Schedule{hourly("a")}, func(st *state.State) {
 			created(st, "a", t0)
 			st.Apply(&ledger.Event{Event: ledger.ApprovalRequested, ScheduleID: "a", Slot: t0.Add(time.Hour), IdempotencyKey: "a@2026-11-22T01:00:00Z", Mode: ledger.ModeScheduled})
-			st.Apply(&ledger.Event{Event: ledger.ApprovalApproved, ScheduleID: "a", By: "octocat"})
+			st.Apply(&ledger.Event{Event: ledger.ApprovalApproved, ScheduleID: "a", Slot: t0.Add(time.Hour), IdempotencyKey: "a@2026-11-22T01:00:00Z", By: "octocat"})
 		}, "a:approved:01:00 a:slot:03:00 "},
+		{"an approval of a slot ahead waits for it", []*model.Schedule{hourly("a")}, func(st *state.State) {
+			created(st, "a", t0)
+			st.Apply(&ledger.Event{Event: ledger.ApprovalApproved, ScheduleID: "a", Slot: t0.Add(4 * time.Hour), IdempotencyKey: "a@2026-11-22T04:00:00Z",
+				Mode: ledger.ModeScheduled, By: "octocat"})
+		}, ""},
+		{"an approved rollback is no run", []*model.Schedule{hourly("a")}, func(st *state.State) {
+			created(st, "a", t0)
+			st.Apply(&ledger.Event{Event: ledger.ApprovalApproved, ScheduleID: "a", Slot: t0.Add(time.Hour), IdempotencyKey: "a@2026-11-22T01:00:00Z#rollback",
+				By: "octocat", Detail: json.RawMessage(`{"rollback":true}`)})
+		}, "a:slot:03:00 "},
 		{"too late for the window: missed", []*model.Schedule{hourly("a", func(s *model.Schedule) { s.Catchup.Window = model.Duration(10 * time.Second) })},
 			func(st *state.State) { created(st, "a", t0) }, "a:missed:03:00 "},
 	}
@@ -235,6 +246,30 @@ func TestDroppedSlots(t *testing.T) {
 			if later.Missed != 0 {
 				t.Errorf("%s: only the first candidate carries what was dropped", c.policy)
 			}
+		}
+	}
+}
+
+// Only a fire time that no run decided, due (within the catch-up window)
+// or the next one, can be approved before anything requested it: an
+// approval further ahead would leave the slots before it undecided.
+func TestUndecided(t *testing.T) {
+	now := t0.Add(3*time.Hour + 30*time.Second)
+	s := hourly("a")
+	st := state.New(now)
+	created(st, "a", t0)
+	st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "a", Slot: t0.Add(time.Hour), IdempotencyKey: "a@2026-11-22T01:00:00Z",
+		Mode: ledger.ModeScheduled, TS: t0.Add(time.Hour)})
+	for slot, want := range map[time.Time]bool{
+		t0.Add(time.Hour):                    false, // decided
+		t0.Add(3 * time.Hour):                true,  // due
+		t0.Add(4 * time.Hour):                true,  // the next
+		t0.Add(5 * time.Hour):                false, // further ahead
+		t0.Add(3*time.Hour + 30*time.Minute): false, // no fire time
+		{}:                                   false,
+	} {
+		if got := Undecided(s, st, slot, now); got != want {
+			t.Errorf("Undecided(%s) = %v, want %v", slot.Format("15:04"), got, want)
 		}
 	}
 }

@@ -5,13 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/astra-gitops/astra/internal/approval"
-	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/forge"
-	"github.com/astra-gitops/astra/internal/gate"
 	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
@@ -22,39 +19,56 @@ import (
 type Forge interface {
 	EnsureApprovalPR(ctx context.Context, req forge.ApprovalRequest) (forge.PR, bool, error)
 	PullRequest(ctx context.Context, number int) (forge.PR, error)
+	// PullRequestFiles lists the files a pull request changes.
+	PullRequestFiles(ctx context.Context, number int) ([]forge.PRFile, error)
 	ClosePullRequest(ctx context.Context, number int, comment string) error
 	FileAt(ctx context.Context, ref, path string) ([]byte, error)
 	// IsApprover answers team membership for roles that name @org/team.
 	IsApprover(ctx context.Context, login string, allowed []string) (bool, error)
 }
 
-// The trust model (README, "Approvals"): the ledger, not the token file,
-// is the root of trust. approval.requested records the pull request astra
-// opened, its branch and the hash of the exact token bytes astra wrote. A
-// request is approved only when that pull request was merged by someone a
-// policy authorises to approve, the token bytes of the merge commit hash
-// to the recorded value (and carry a valid signature when
-// ASTRA_APPROVAL_SECRET is set), and the schedule's definition is still
-// the one requested. Anything else is recorded, never run. No state of one
-// approval can stop a run: GitHub errors are recorded against the
-// approval and checked again next run.
+// The trust model (docs/security.md, "Approvals verified at use, binding
+// the action"): the ledger, not the token file, is the root of trust, and
+// only what a run can verify itself approves anything.
+//
+// A request binds an action (approval.Action): the tool entry, the files
+// it runs, the payload and event, the actor, the schedule and astra's
+// version. approval.requested records it, with the pull request astra
+// opened, its branch, the commit astra wrote as its head and the hash of
+// the exact token bytes. Two things approve a request:
+//
+//   - its pull request, merged by someone a policy authorises to approve,
+//     whose head is the commit astra wrote, which changes the token file
+//     and nothing else, and whose merge holds the token bytes astra wrote
+//     (HMAC-signed when ASTRA_APPROVAL_SECRET is set);
+//   - a token signed by an approver (`astra approve`): the signature
+//     verifies with a key policies list for approved_by under
+//     signing_keys, approved_by may approve the schedule, the token binds
+//     the open request (or, with none, an undecided slot of the schedule)
+//     and its action.
+//
+// Either is checked when it is settled (approval.approved) and again when
+// a run is about to use it: the action recomputed then must be the one
+// approved, and the approver must still be one. Anything else is recorded
+// as approval.refused, never run. No state of one approval can stop a
+// run: an outage (GitHub, a team lookup) is recorded against the approval
+// (approval.check_failed), which is checked again next run, and the run
+// ends with exit 3 once everything else ran.
 
 // checkApprovals settles what humans decided since the last run, then
-// looks at token files in the checkout that prove nothing.
+// looks at the approval tokens the run can see.
 func (s *session) checkApprovals(ctx context.Context) error {
-	// With the pending directory unreadable, each schedule's look says why.
-	pending, listErr := approval.Pending(s.r.opts.Root)
+	tokens := s.pendingTokens()
 	for _, sc := range s.r.cfg.Schedules {
 		if req := s.state().Approvals[sc.ID]; req != nil {
 			if err := s.advanceApproval(ctx, sc, req); err != nil {
 				return err
 			}
 		}
-		if listErr == nil && !pending[strings.ToLower(sc.ID)] {
-			continue
-		}
-		if err := s.checkTokenFile(sc); err != nil {
-			return err
+		for _, raw := range s.tokensOf(tokens, sc) {
+			if err := s.checkToken(ctx, sc, raw); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -68,8 +82,10 @@ func (s *session) advanceApproval(ctx context.Context, sc *model.Schedule, req *
 	}
 	f := s.r.forge
 	switch {
-	case req.Status != ledger.StatusPending || f == nil:
-		return nil // approved and waiting to run, or a local approval (`astra approve`)
+	case req.Status != ledger.StatusPending:
+		return nil // approved: checked again when a run uses it
+	case f == nil:
+		return nil // waiting for a signed token (`astra approve`)
 	case req.PR == 0:
 		if s.r.opts.DryRun {
 			return nil
@@ -88,40 +104,20 @@ func (s *session) advanceApproval(ctx context.Context, sc *model.Schedule, req *
 	return nil // open: waiting for a human
 }
 
-// merged checks a merged approval pull request against the request.
+// merged checks a merged approval pull request against the request and
+// records the approval, or why it approves nothing.
 func (s *session) merged(ctx context.Context, sc *model.Schedule, req *state.Approval, pr forge.PR) error {
-	d := s.authorize(ctx, model.VerbApprove, identity.PullRequestIdentity(pr.MergedBy), sc)
-	if d.Undecided() {
-		return s.unchecked(sc, req, fmt.Sprintf("checking who merged pull request #%d", pr.Number), d.Err)
+	c := s.checkMerge(ctx, sc, req, pr)
+	if c.outage != nil {
+		return s.unchecked(sc, req, c.what, c.outage)
 	}
-	if !d.Allowed {
-		return s.refuseRequest(sc, req, fmt.Sprintf("pull request #%d was merged by %s, who may not approve (%s); nothing runs. "+
-			"The request ends here and the next slot opens a new pull request; revert the merge if it was a mistake", pr.Number, pr.MergedBy, d.Reason))
-	}
-	if req.Token == "" {
-		return s.refuseRequest(sc, req, "the request was recorded without a token hash (by an older astra), so no merge can be matched to it; the next slot asks again")
-	}
-	raw, err := s.r.forge.FileAt(ctx, pr.MergeCommitSHA, approval.Path(sc.ID))
-	switch {
-	case errors.Is(err, forge.ErrNotFound):
-		return s.refuseRequest(sc, req, fmt.Sprintf("the merge of pull request #%d does not contain %s", pr.Number, approval.Path(sc.ID)))
-	case err != nil:
-		return s.unchecked(sc, req, fmt.Sprintf("reading the token merged by pull request #%d", pr.Number), err)
-	case approval.Hash(raw) != req.Token:
-		return s.refuseRequest(sc, req, fmt.Sprintf("the token merged in pull request #%d is not the one astra wrote for this request: it was changed on the pull request's branch", pr.Number))
-	}
-	if secret := s.r.opts.Secret; len(secret) > 0 {
-		if tok, err := approval.Parse(raw); err != nil || !tok.SignedWith(secret) {
-			return s.refuseRequest(sc, req, fmt.Sprintf("the token merged in pull request #%d is not signed with ASTRA_APPROVAL_SECRET", pr.Number))
-		}
-	}
-	if req.Definition != definitionHash(sc) {
-		return s.refuseRequest(sc, req, "the schedule's definition changed after the request: what was approved is not what would run; the next slot asks again")
+	if c.refused != "" {
+		return s.refuseRequest(sc, req, c.refused, pr.MergedBy, c.why)
 	}
 	ev := s.approvalEvent(ledger.ApprovalApproved, ledger.StatusApproved, sc, req)
 	ev.By, ev.PR, ev.ExpiresAt = pr.MergedBy, pr.Number, req.ExpiresAt
-	ev.Detail = detail(state.ApprovalDetail{Token: req.Token, Definition: req.Definition})
-	s.note(sc, ev, fmt.Sprintf("approved by %s (pull request #%d, %s)", pr.MergedBy, pr.Number, d.Reason))
+	ev.Detail = detail(state.ApprovalDetail{Token: req.Token, Head: req.Head, Action: req.Action, Event: req.Event, Via: state.ViaPullRequest, Rollback: req.Rollback})
+	s.note(sc, ev, fmt.Sprintf("approved by %s (pull request #%d, %s)", pr.MergedBy, pr.Number, c.allowed))
 	return s.record(ev)
 }
 
@@ -132,7 +128,7 @@ func (s *session) closed(ctx context.Context, sc *model.Schedule, req *state.App
 		return s.unchecked(sc, req, fmt.Sprintf("checking who closed pull request #%d", pr.Number), d.Err)
 	}
 	if !d.Allowed {
-		return s.refuseRequest(sc, req, fmt.Sprintf("pull request #%d was closed by %s, who may not reject (%s); a closed pull request can no longer be merged, "+
+		return s.refuseRequest(sc, req, reasonNotApprover, pr.ClosedBy, fmt.Sprintf("pull request #%d was closed by %s, who may not reject (%s); a closed pull request can no longer be merged, "+
 			"so the request ends and the next slot asks again", pr.Number, orUnknown(pr.ClosedBy), d.Reason))
 	}
 	reason := pr.CloseComment
@@ -177,10 +173,24 @@ func (s *session) expire(ctx context.Context, sc *model.Schedule, req *state.App
 	return nil
 }
 
-// refuseRequest ends a request with a refusal that says why.
-func (s *session) refuseRequest(sc *model.Schedule, req *state.Approval, why string) error {
+// Reasons of approval.refused: why an approval approves nothing, in a word.
+const (
+	reasonNotApprover   = "not_approver"   // who merged, closed or signed may not
+	reasonNoToken       = "no_token"       // the merge lacks the token, or the request its hash
+	reasonTokenChanged  = "token_changed"  // the token merged is not the one astra wrote
+	reasonUnsigned      = "unsigned"       // no signature an approver made
+	reasonForeignCommit = "foreign_commit" // the pull request holds commits astra did not write
+	reasonActionChanged = "action_changed" // what would run is not what was approved
+	reasonNotBound      = "not_bound"      // the token binds no open request or undecided slot
+	reasonUsed          = "used"           // the token was already used
+	reasonExpired       = "expired"
+	reasonUnverifiable  = "unverifiable" // the approval cannot be checked again (recorded by an older astra)
+)
+
+// refuseRequest ends a request with a refusal that says who, what and why.
+func (s *session) refuseRequest(sc *model.Schedule, req *state.Approval, reason, by, why string) error {
 	ev := s.approvalEvent(ledger.ApprovalRefused, ledger.StatusRefused, sc, req)
-	ev.PR, ev.ExpiresAt, ev.Error = req.PR, req.ExpiresAt, s.r.opts.Redact.String(why)
+	ev.PR, ev.ExpiresAt, ev.Reason, ev.By, ev.Error = req.PR, req.ExpiresAt, reason, by, s.r.opts.Redact.String(why)
 	ev.Detail = detail(state.ApprovalDetail{Token: req.Token, Settles: true})
 	s.note(sc, ev, ev.Error)
 	if err := s.record(ev); err != nil {
@@ -190,13 +200,18 @@ func (s *session) refuseRequest(sc *model.Schedule, req *state.Approval, why str
 	return nil
 }
 
-// unchecked records that GitHub could not answer about one approval: the
-// run goes on, the approval is checked again next run, and the run ends
-// with an infrastructure error (exit 3) once everything else is done.
+// unchecked records that an approval could not be checked (GitHub or a
+// team lookup did not answer): the run goes on without it, the approval
+// is checked again next run, and the run ends with an infrastructure
+// error (exit 3) once everything else is done. req may be nil (a signed
+// token nothing requested).
 func (s *session) unchecked(sc *model.Schedule, req *state.Approval, what string, err error) error {
 	msg := s.r.opts.Redact.String(fmt.Sprintf("%s: %v", what, err))
 	ev := s.approvalEvent(ledger.ApprovalUnchecked, ledger.StatusFailed, sc, req)
-	ev.PR, ev.Error = req.PR, msg+"; checked again next run"
+	ev.Error = msg + "; checked again next run"
+	if req != nil {
+		ev.PR = req.PR
+	}
 	s.note(sc, ev, ev.Error)
 	s.infra(sc, what, err)
 	return s.record(ev)
@@ -205,58 +220,6 @@ func (s *session) unchecked(sc *model.Schedule, req *state.Approval, what string
 // infra notes a GitHub failure about sc that the run outlives.
 func (s *session) infra(sc *model.Schedule, what string, err error) {
 	s.report.InfraErrors = append(s.report.InfraErrors, s.r.opts.Redact.String(fmt.Sprintf("%s: %s: %v", sc.Name, what, err)))
-}
-
-// checkTokenFile looks at sc's token file in the checkout. The bytes of
-// an approved request wait there to be consumed; anything else approves
-// nothing and is recorded once: a copy of a pending request's token that
-// reached the branch before its pull request was merged (ignored, the
-// merge still counts), a used token put back, or bytes astra never wrote.
-func (s *session) checkTokenFile(sc *model.Schedule) error {
-	raw, err := approval.Read(s.r.opts.Root, sc.ID)
-	if errors.Is(err, approval.ErrNoToken) {
-		return nil
-	}
-	if err != nil {
-		s.report.Errors = append(s.report.Errors, fmt.Sprintf("%s: reading %s: %v", sc.Name, approval.Path(sc.ID), err))
-		return nil
-	}
-	h := approval.Hash(raw)
-	st := s.state()
-	req := st.Approvals[sc.ID]
-	if req != nil && req.Token == h {
-		if req.Status == ledger.StatusApproved {
-			return nil
-		}
-		why := "the token reached the branch before its request was approved: it approves nothing by itself"
-		if req.PR != 0 {
-			why = fmt.Sprintf("the token reached the branch before pull request #%d was merged: it approves nothing until an approver merges #%d", req.PR, req.PR)
-		}
-		return s.noteToken(sc, req, ledger.ApprovalIgnored, ledger.StatusIgnored, h, why, false)
-	}
-	why := "this token is not one astra wrote for an open request of this schedule (forged, edited or left over): it approves nothing"
-	if _, used := st.Consumed[h]; used {
-		why = "this token was already used: one approval is one run"
-	}
-	return s.noteToken(sc, nil, ledger.ApprovalRefused, ledger.StatusRefused, h, why, true)
-}
-
-// noteToken records a token note once per token and kind; drop removes
-// the file (committed with the run, except on a state branch).
-func (s *session) noteToken(sc *model.Schedule, req *state.Approval, kind ledger.Kind, status, token, why string, drop bool) error {
-	if drop {
-		s.dropToken(sc.ID)
-	}
-	if _, done := s.state().Reported[state.ReportedKey(kind, token)]; done {
-		return nil
-	}
-	ev := s.approvalEvent(kind, status, sc, req)
-	ev.Error, ev.Detail = why, detail(state.ApprovalDetail{Token: token})
-	if req != nil {
-		ev.PR, ev.ExpiresAt = req.PR, req.ExpiresAt
-	}
-	s.note(sc, ev, why)
-	return s.record(ev)
 }
 
 // approvalEvent starts an approval event about sc (and req, when set).
@@ -315,168 +278,35 @@ func approverRole(cfg *model.Config, sc *model.Schedule) string {
 	return ""
 }
 
-// dropToken deletes a used or refused token file (recorded in the
-// commit). On a state branch the file lives on the default branch and
-// stays; the ledger keeps it from approving anything.
+// dropToken deletes a used or refused token file from the checkout
+// (recorded in the commit). On a state branch the checkout's file lives
+// on the default branch and stays; the ledger keeps it from approving
+// anything.
 func (s *session) dropToken(id string) {
 	if s.r.opts.DryRun || s.r.opts.StateBranch {
 		return
 	}
-	if _, err := approval.Read(s.r.opts.Root, id); err != nil {
+	raw, err := approval.Read(s.r.opts.Root, id)
+	if err != nil {
 		return
 	}
 	if err := approval.Remove(s.r.opts.Root, id); err == nil {
 		s.touched = append(s.touched, approval.Path(id))
+		if s.dropped == nil {
+			s.dropped = map[string]string{}
+		}
+		s.dropped[id] = approval.Hash(raw)
 	}
 }
 
-// grantFor is the approval t may run under, or nil: the schedule's
-// approved request for t's slot, or an approval of its next due run.
-func (s *session) grantFor(t *task) *state.Approval {
-	a := s.state().Approvals[t.sched.ID]
-	if a == nil || a.Status != ledger.StatusApproved || (a.Key != "" && a.Key != t.key) {
-		return nil
+// redrop deletes again the token files this run deleted, after a resync
+// brought the remote's copy back (a token `astra approve` pushed to the
+// branch while this run used it from the remote-tracking branch). Only
+// the same bytes: a token pushed meanwhile waits for the next run.
+func (s *session) redrop() {
+	for id, h := range s.dropped {
+		if raw, err := approval.Read(s.r.opts.Root, id); err == nil && approval.Hash(raw) == h {
+			_ = approval.Remove(s.r.opts.Root, id)
+		}
 	}
-	return a
-}
-
-// requestApproval records an approval request for a task the gates hold
-// back and, with GitHub, opens (or updates) its pull request. A pull
-// request that cannot be opened is recorded against this request (the
-// next run tries again) and never stops the run.
-func (s *session) requestApproval(ctx context.Context, t *task, d gate.Decision) error {
-	sc := t.sched
-	rq := &request{sched: sc, tool: t.tool, slot: t.slot, key: t.key, mode: t.mode, traceID: t.traceID, reasons: d.ApprovalReasons,
-		expires: requestExpiry(t.slot, s.now, sc.ApprovalTTL.D()), definition: definitionHash(sc)}
-	if t.eventData != "" {
-		rq.event = json.RawMessage(s.r.opts.Redact.String(t.eventData))
-	}
-	if d.Draft {
-		res := s.r.dryRun(ctx, t)
-		t.draft = &res
-		rq.draft = &res
-	}
-	ev := rq.requested()
-	if d.Draft {
-		ev.Output = s.r.tail(t.draft.Output + t.draft.WouldRun)
-	}
-	switch {
-	case s.r.forge != nil && !s.r.opts.DryRun:
-		s.openPR(ctx, rq, ev)
-	case s.r.forge == nil && s.r.opts.CI && !s.r.opts.DryRun:
-		why := "it needs an approval pull request, but GITHUB_TOKEN or GITHUB_REPOSITORY is not set: give the workflow step " +
-			"`env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}` with `pull-requests: write`, or approve it with `astra approve`"
-		s.report.InfraErrors = append(s.report.InfraErrors, sc.Name+": "+why)
-		ev.Error += "; " + why
-	}
-	t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionAwaitingApproval, ledger.ReasonApprovalPending, d.Detail
-	t.outcome.PR, t.outcome.PRURL = ev.PR, rq.url
-	if rq.failed != "" {
-		t.outcome.Detail += "; " + rq.failed
-	}
-	if err := s.record(ev); err != nil || ev.PR == 0 {
-		return err
-	}
-	// A pull request on GitHub now holds this request's token: its record
-	// goes to disk now, not with the rest of the decisions.
-	return s.j.Flush()
-}
-
-// reopen tries again to open the pull request of a request whose first
-// attempt failed.
-func (s *session) reopen(ctx context.Context, sc *model.Schedule, req *state.Approval) error {
-	tool := s.r.cfg.Policies.Tools[sc.TargetTool]
-	if tool == nil {
-		return nil
-	}
-	rq := &request{sched: sc, tool: tool, slot: req.Slot, key: req.Key, mode: req.Mode, traceID: req.TraceID, expires: req.ExpiresAt,
-		definition: req.Definition, event: req.Event, reasons: s.r.cfg.Policies.ApprovalReasons(sc, tool)}
-	ev := rq.requested()
-	s.openPR(ctx, rq, ev)
-	if ev.PR == 0 {
-		s.note(sc, ev, rq.failed)
-		return nil // recorded when it was first made; the failure is in the report
-	}
-	s.note(sc, ev, fmt.Sprintf("opened pull request #%d", ev.PR))
-	return s.record(ev)
-}
-
-// openPR opens or updates the pull request of rq and records what it
-// holds in ev: its number, branch and the hash of the exact token bytes.
-func (s *session) openPR(ctx context.Context, rq *request, ev *ledger.Event) {
-	sc := rq.sched
-	tok := rq.token()
-	tokenFor := func(pr int) []byte {
-		c := *tok
-		c.PR = pr
-		c.Sign(s.r.opts.Secret)
-		return c.Encode()
-	}
-	pr, _, err := s.r.forge.EnsureApprovalPR(ctx, forge.ApprovalRequest{
-		ScheduleID: sc.ID, Title: fmt.Sprintf("astra: approve %s (%s)", sc.Name, rq.slot.UTC().Format("2006-01-02 15:04 UTC")),
-		Body: approvalBody(s.r, rq), Labels: rq.labels(), Path: approval.Path(sc.ID), Token: tokenFor,
-	})
-	if err != nil {
-		rq.failed = "the approval pull request could not be opened: " + s.r.opts.Redact.String(err.Error()) + "; the next run tries again"
-		ev.Error += "; " + rq.failed
-		s.infra(sc, "opening the approval pull request", err)
-		return
-	}
-	ev.PR, rq.url = pr.Number, pr.URL
-	d := state.ApprovalDetail{Token: approval.Hash(tokenFor(pr.Number)), Branch: forge.ApprovalBranch(sc.ID), Definition: rq.definition, Event: rq.event}
-	ev.Detail = detail(d)
-}
-
-// requestExpiry is slot + ttl, so every runner writes the same token for
-// a slot; a request made after that (a late catch-up) gets ttl from now.
-func requestExpiry(slot, now time.Time, ttl time.Duration) time.Time {
-	if e := slot.Add(ttl); e.After(now) {
-		return e
-	}
-	return now.Truncate(time.Minute).Add(ttl)
-}
-
-// request is one approval request: what the pull request shows and what
-// its token binds.
-type request struct {
-	sched      *model.Schedule
-	tool       *model.Tool
-	slot       time.Time
-	key        string
-	mode       string
-	traceID    string
-	expires    time.Time
-	definition string
-	event      json.RawMessage // the triggering event, redacted: what the tool will get
-	reasons    []string
-	draft      *executor.Result
-	url        string // of its pull request
-	failed     string // why its pull request could not be opened
-}
-
-// payloadHash binds the schedule's payload and the event.
-func (rq *request) payloadHash() string { return approval.PayloadHash(rq.sched.Payload, rq.event) }
-
-// token is the token astra writes for rq (without its PR number).
-func (rq *request) token() *approval.Token {
-	return &approval.Token{ScheduleID: rq.sched.ID, ScheduleName: rq.sched.Name, RequestedAt: rq.slot, ExpiresAt: rq.expires,
-		Slot: rq.slot, IdempotencyKey: rq.key, PayloadHash: rq.payloadHash(), Definition: rq.definition}
-}
-
-// requested is rq's approval.requested event.
-func (rq *request) requested() *ledger.Event {
-	sc := rq.sched
-	return &ledger.Event{Event: ledger.ApprovalRequested, ScheduleID: sc.ID, Slot: rq.slot, IdempotencyKey: rq.key,
-		Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: ledger.StatusPending,
-		Reason: ledger.ReasonApprovalPending, TraceID: rq.traceID, Mode: rq.mode, ExpiresAt: rq.expires,
-		PayloadHash: rq.payloadHash(), Error: strings.Join(rq.reasons, "; "),
-		Detail: detail(state.ApprovalDetail{Definition: rq.definition, Event: rq.event})}
-}
-
-func (rq *request) labels() []string {
-	labels := []string{"astra:approval", fmt.Sprintf("tier-%d", rq.sched.SafetyTier)}
-	if rq.draft != nil {
-		labels = append(labels, "astra:draft")
-	}
-	return labels
 }

@@ -7,13 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/forge"
 	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/model"
 )
 
 const shipDaily = `schedules:
@@ -330,17 +330,17 @@ func TestTeamOutageOnADecision(t *testing.T) {
 	e.cfg.Policies.Roles["founder"] = []string{"@octo/founders"}
 	dana := identity.Identity{Login: "dana", Source: identity.SourceGitHubActions, Verified: true}
 	e.forge.approverErr = errkind.Infraf("forge: check whether dana is in @octo/founders: cannot reach GitHub")
-	_, _, err := e.runner("2026-11-22T08:10:00Z").Approve(context.Background(), e.cfg.Schedule("s"), dana, time.Hour)
+	err := e.runner("2026-11-22T08:10:00Z").Permit(context.Background(), model.VerbApprove, "s", dana, e.cfg.Schedule("s"))
 	if !errors.Is(err, errkind.ErrInfra) || errors.Is(err, errkind.ErrRefused) {
-		t.Fatalf("Approve during an outage = %v, want infrastructure", err)
+		t.Fatalf("a decision during an outage = %v, want infrastructure", err)
 	}
 	if n := e.count(ledger.ActionRefused, ""); n != 0 {
 		t.Fatalf("an outage recorded %d refusal(s)", n)
 	}
 	e.forge.approverErr = nil
-	_, _, err = e.runner("2026-11-22T08:20:00Z").Approve(context.Background(), e.cfg.Schedule("s"), dana, time.Hour)
+	err = e.runner("2026-11-22T08:20:00Z").Permit(context.Background(), model.VerbApprove, "s", dana, e.cfg.Schedule("s"))
 	if !errors.Is(err, errkind.ErrRefused) || e.count(ledger.ActionRefused, "") != 1 {
-		t.Fatalf("Approve by a non-member = %v, %d refusals recorded", err, e.count(ledger.ActionRefused, ""))
+		t.Fatalf("a decision by a non-member = %v, %d refusals recorded", err, e.count(ledger.ActionRefused, ""))
 	}
 }
 

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/astra-gitops/astra/internal/approval"
 	"github.com/astra-gitops/astra/internal/model"
 )
 
@@ -16,7 +18,12 @@ import (
 func approvalBody(r *Runner, rq *request) string {
 	sc, tool := rq.sched, rq.tool
 	var b strings.Builder
-	fmt.Fprintf(&b, "astra wants to run **%s** and needs a human decision.\n\n", sc.Name)
+	if rq.rollback {
+		fmt.Fprintf(&b, "astra wants to run the **rollback** of %s's run `%s` (the tool's compensating command) and needs a human decision.\n\n",
+			sc.Name, strings.TrimSuffix(rq.key, rollbackSuffix))
+	} else {
+		fmt.Fprintf(&b, "astra wants to run **%s** and needs a human decision.\n\n", sc.Name)
+	}
 	if sc.Description != "" {
 		fmt.Fprintf(&b, "> %s\n\n", r.opts.Redact.String(sc.Description))
 	}
@@ -47,6 +54,7 @@ func approvalBody(r *Runner, rq *request) string {
 		}
 		fmt.Fprintf(&b, "\n**Event** (the tool receives exactly this as `ASTRA_EVENT`)\n\n```json\n%s\n```\n", ev.String())
 	}
+	actionSection(&b, r, rq)
 	if d := rq.draft; d != nil {
 		b.WriteString("\n**Dry run (L1 Draft)**\n\n")
 		switch {
@@ -56,9 +64,57 @@ func approvalBody(r *Runner, rq *request) string {
 			fmt.Fprintf(&b, "Status `%s`. Output:\n\n```\n%s\n```\n", d.Status, strings.TrimSpace(d.Output))
 		}
 	}
-	fmt.Fprintf(&b, "\n<sub>Requested by astra run `%s`, trace `%s`. The token file in this pull request binds this slot, payload and schedule definition; "+
-		"astra recorded its exact hash, so an edited token approves nothing. Only a merge by someone allowed to approve counts.</sub>\n", r.opts.RunnerID, rq.traceID)
+	fmt.Fprintf(&b, "\n<sub>Requested by astra run `%s`, trace `%s`. The token file in this pull request binds this run and the action above; "+
+		"astra recorded its exact hash and this pull request's head commit, so an edited token or an extra commit approves nothing. "+
+		"Only a merge by someone allowed to approve counts, and astra checks it again, with the action, right before the run.</sub>\n", r.opts.RunnerID, rq.traceID)
 	return b.String()
+}
+
+// actionSection says in plain words what the approval binds: any change to
+// one of these before the run refuses the approval.
+func actionSection(b *strings.Builder, r *Runner, rq *request) {
+	a, sc, tool := rq.action, rq.sched, rq.tool
+	b.WriteString("\n**What this approval binds** (if any of it changes before the run, the approval is refused)\n\n")
+	argv := tool.Command
+	what := "runs"
+	if rq.rollback {
+		argv, what = tool.Rollback, "rolls back with"
+	}
+	switch tool.Kind {
+	case model.KindExec:
+		fmt.Fprintf(b, "- Tool `%s` (%s) %s `%s`; its whole entry in policies\n", tool.Name, tool.Kind, what, r.opts.Redact.String(strings.Join(argv, " ")))
+	case model.KindHTTP:
+		fmt.Fprintf(b, "- Tool `%s` (%s): %s %s; its whole entry in policies\n", tool.Name, tool.Kind, orPOST(tool.Method), r.opts.Redact.String(tool.URL))
+	default:
+		fmt.Fprintf(b, "- Tool `%s` (%s); its whole entry in policies\n", tool.Name, tool.Kind)
+	}
+	if len(a.Files) == 0 {
+		b.WriteString("- Files: the tool runs no file of this repository\n")
+	}
+	paths := make([]string, 0, len(a.Files))
+	for p := range a.Files {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		fmt.Fprintf(b, "- File `%s`, blob `%s` (`git rev-parse HEAD:%s`)\n", p, a.Files[p], p)
+	}
+	fmt.Fprintf(b, "- Payload and event (above), `%s`\n", a.Components[approval.CompPayload])
+	scopes := "none"
+	if actor := r.cfg.Policies.Actor(sc.Actor); actor != nil && len(actor.Scopes) > 0 {
+		scopes = strings.Join(actor.Scopes, ", ")
+	}
+	fmt.Fprintf(b, "- Actor `%s`, scopes %s, autonomy %s\n", sc.Actor, scopes, sc.Autonomy.Short())
+	fmt.Fprintf(b, "- Schedule definition `%s`\n", a.Components[approval.CompSchedule])
+	fmt.Fprintf(b, "- astra %s\n", a.Version)
+	fmt.Fprintf(b, "\nAction `%s`.\n", a.Hash)
+}
+
+func orPOST(method string) string {
+	if method == "" {
+		return "POST"
+	}
+	return method
 }
 
 // whoMayApprove lists the roles that may approve sc and their members.

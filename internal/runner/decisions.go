@@ -6,15 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"time"
 
-	"github.com/astra-gitops/astra/internal/approval"
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/memory"
 	"github.com/astra-gitops/astra/internal/model"
-	"github.com/astra-gitops/astra/internal/state"
 )
 
 // Decisions a human takes outside a run. Each names who takes it (an
@@ -43,8 +40,9 @@ var verbPhrases = map[string]string{
 	model.VerbInitForce:       "overwrite the setup of",
 }
 
-// refuse builds the refusal of verb on target by id.
-func refuse(verb, target string, id identity.Identity, why string) *refusal {
+// refuse builds the refusal of verb on target by id; sc is the schedule
+// it concerns, nil when none.
+func refuse(verb, target string, id identity.Identity, why string, sc *model.Schedule) *refusal {
 	d, _ := json.Marshal(map[string]string{"identity": id.String(), "source": id.Source, "target": target})
 	who := id.Login
 	if who == "" {
@@ -58,18 +56,20 @@ func refuse(verb, target string, id identity.Identity, why string) *refusal {
 	if id.Login == "" {
 		msg = fmt.Sprintf("refusing to %s %s: %s", act, target, why)
 	}
-	return &refusal{
-		ev:  &ledger.Event{Event: ledger.ActionRefused, Status: ledger.StatusRefused, Reason: verb, By: who, Error: why, Detail: d},
-		err: errkind.Refusedf("%s; nothing was done (recorded)", msg),
+	ev := &ledger.Event{Event: ledger.ActionRefused, Status: ledger.StatusRefused, Reason: verb, By: who, Error: why, Detail: d}
+	if sc != nil {
+		ev.ScheduleID, ev.Actor, ev.Tenant, ev.Tool, ev.Tier = sc.ID, sc.Actor, sc.Tenant, sc.TargetTool, int(sc.SafetyTier)
 	}
+	return &refusal{ev: ev, err: errkind.Refusedf("%s; nothing was done (recorded)", msg)}
 }
 
-// Refuse records that id was not allowed to take verb on target, for a
-// refusal decided before astra could ask the policies (an identity that
-// cannot be established). Nothing is recorded in a dry run.
-func (r *Runner) Refuse(ctx context.Context, verb, target string, id identity.Identity, why string) error {
+// Refuse records that id was not allowed to take verb on target (sc,
+// when it is a schedule), for a refusal decided before astra could ask
+// the policies (an identity that cannot be established). Nothing is
+// recorded in a dry run.
+func (r *Runner) Refuse(ctx context.Context, verb, target string, id identity.Identity, why string, sc *model.Schedule) error {
 	_, err := r.record(ctx, verb, func(*session) ([]*ledger.Event, error) {
-		return nil, refuse(verb, target, id, why)
+		return nil, refuse(verb, target, id, why, sc)
 	})
 	return err
 }
@@ -85,7 +85,7 @@ func (s *session) permit(ctx context.Context, verb, target string, id identity.I
 	case d.Undecided():
 		return d.Err
 	}
-	return refuse(verb, target, id, d.Reason)
+	return refuse(verb, target, id, d.Reason, sc)
 }
 
 // by is how a decision names its author in the ledger.
@@ -94,45 +94,6 @@ func by(id identity.Identity) string {
 		return id.Login + " (unverified)"
 	}
 	return id.Login
-}
-
-// Approve approves sc's open request, or its next due run when none is
-// open, without a pull request: the approval is recorded in the ledger
-// (the authority) and the token file is written for the record. A request
-// that has a pull request is approved by merging it instead.
-func (r *Runner) Approve(ctx context.Context, sc *model.Schedule, id identity.Identity, ttl time.Duration) (*Report, *approval.Token, error) {
-	var tok *approval.Token
-	rep, err := r.record(ctx, "approve", func(s *session) ([]*ledger.Event, error) {
-		if err := s.permit(ctx, model.VerbApprove, sc.Name, id, sc); err != nil {
-			return nil, err
-		}
-		req := s.state().Approvals[sc.ID]
-		if req != nil && req.PR != 0 && req.Status == ledger.StatusPending {
-			return nil, errkind.Usagef("%s's request is pull request #%d: approve it by merging the pull request", sc.Name, req.PR)
-		}
-		tok = &approval.Token{ScheduleID: sc.ID, ScheduleName: sc.Name, ApprovedBy: id.Login, ApprovedAt: s.now, ExpiresAt: s.now.Add(ttl),
-			PayloadHash: approval.PayloadHash(sc.Payload, nil), Definition: definitionHash(sc)}
-		if req != nil {
-			tok.Slot, tok.IdempotencyKey, tok.PayloadHash = req.Slot, req.Key, req.PayloadHash
-		}
-		tok.Sign(r.opts.Secret)
-		raw := tok.Encode()
-		if !r.opts.DryRun {
-			if _, err := approval.Write(r.opts.Root, tok); err != nil {
-				return nil, err
-			}
-			s.touched = append(s.touched, approval.Path(sc.ID))
-		}
-		ev := &ledger.Event{Event: ledger.ApprovalApproved, ScheduleID: sc.ID, Slot: tok.Slot, IdempotencyKey: tok.IdempotencyKey,
-			Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool, Tier: int(sc.SafetyTier), Status: ledger.StatusApproved,
-			By: by(id), ExpiresAt: tok.ExpiresAt, PayloadHash: tok.PayloadHash, Mode: ledger.ModeScheduled,
-			Detail: detail(state.ApprovalDetail{Token: approval.Hash(raw), Definition: tok.Definition})}
-		if req != nil {
-			ev.TraceID, ev.Mode = req.TraceID, req.Mode
-		}
-		return []*ledger.Event{ev}, nil
-	})
-	return rep, tok, err
 }
 
 // Reject records the rejection of sc's open approval request (the slot

@@ -288,11 +288,13 @@ type fakeForge struct {
 	closeErr    error
 	approverErr error
 	fileErr     error
-	merged      map[string][]byte // token bytes at each merge commit
+	filesErr    error
+	files       map[int][]forge.PRFile // what a pull request changes, when not only its token
+	merged      map[string][]byte      // token bytes at each merge commit
 }
 
 func newForge() *fakeForge {
-	return &fakeForge{prs: map[int]*forge.PR{}, tokens: map[int][]byte{}, prErr: map[int]error{}, approvers: map[string]bool{}, merged: map[string][]byte{}}
+	return &fakeForge{prs: map[int]*forge.PR{}, tokens: map[int][]byte{}, prErr: map[int]error{}, approvers: map[string]bool{}, merged: map[string][]byte{}, files: map[int][]forge.PRFile{}}
 }
 
 func (f *fakeForge) EnsureApprovalPR(ctx context.Context, req forge.ApprovalRequest) (forge.PR, bool, error) {
@@ -305,11 +307,13 @@ func (f *fakeForge) EnsureApprovalPR(ctx context.Context, req forge.ApprovalRequ
 	for n, pr := range f.prs {
 		if pr.State == "open" && pr.HeadRef == forge.ApprovalBranch(req.ScheduleID) {
 			f.tokens[n] = req.Token(n)
+			pr.HeadSHA = fmt.Sprintf("head-%d-%d", n, len(f.requests)) // the token commit astra pushed
 			return *pr, false, nil
 		}
 	}
 	n := len(f.prs) + 1
-	pr := &forge.PR{Number: n, URL: fmt.Sprintf("https://github.example/pull/%d", n), State: "open", HeadRef: forge.ApprovalBranch(req.ScheduleID)}
+	pr := &forge.PR{Number: n, URL: fmt.Sprintf("https://github.example/pull/%d", n), State: "open", HeadRef: forge.ApprovalBranch(req.ScheduleID),
+		HeadSHA: fmt.Sprintf("head-%d-%d", n, len(f.requests))}
 	f.prs[n] = pr
 	f.tokens[n] = req.Token(n)
 	return *pr, true, nil
@@ -326,6 +330,25 @@ func (f *fakeForge) PullRequest(ctx context.Context, number int) (forge.PR, erro
 		return forge.PR{}, fmt.Errorf("read pull request #%d: %w", number, forge.ErrNotFound)
 	}
 	return *pr, nil
+}
+
+// PullRequestFiles lists what each pull request's branch changed: its
+// token file, unless a test says otherwise (files).
+func (f *fakeForge) PullRequestFiles(ctx context.Context, number int) ([]forge.PRFile, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.filesErr; err != nil {
+		return nil, err
+	}
+	if files, ok := f.files[number]; ok {
+		return files, nil
+	}
+	for _, req := range f.requests {
+		if pr := f.prs[number]; pr != nil && pr.HeadRef == forge.ApprovalBranch(req.ScheduleID) {
+			return []forge.PRFile{{Path: req.Path, Status: "added", SHA: "blob"}}, nil
+		}
+	}
+	return nil, nil
 }
 
 func (f *fakeForge) ClosePullRequest(ctx context.Context, number int, comment string) error {

@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/astra-gitops/astra/internal/approval"
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
@@ -170,7 +172,7 @@ func (f *fanOut) claim(s *session, t *task, ev *ledger.Event) {
 	if t.grant != nil {
 		// The approval is consumed with this claim: the job runs the task as
 		// approved, with the event that was approved.
-		ev.Detail, _ = json.Marshal(state.PlanDetail{Approved: true, Event: json.RawMessage(t.eventData)})
+		ev.Detail, _ = json.Marshal(state.PlanDetail{Approved: true, Event: json.RawMessage(t.eventData), Action: t.grant.Action})
 	}
 	if l := t.sched.Lane; l != "" && f.busy != nil {
 		f.busy[l] = t.key + " (claimed by this plan)"
@@ -319,10 +321,20 @@ func (s *session) take(key string) (t *task, reason, why string) {
 	if sc == nil || s.r.cfg.Policies.Tools[sc.TargetTool] == nil {
 		return nil, "unknown_schedule", fmt.Sprintf("schedule %s (or its tool) is no longer in the configuration", o.ScheduleID)
 	}
+	if o.Plan.Approved {
+		// Approved and admitted when claimed: the job runs what was
+		// approved, and only that (its checkout may hold another commit).
+		now, err := s.r.action(sc, o.Plan.Event, false)
+		if err != nil {
+			return nil, reasonActionChanged, "what the job would run cannot be bound to the approval: " + err.Error()
+		}
+		if ch := approval.Changes(approval.DecodeAction(o.Plan.Action), now); ch != nil {
+			return nil, reasonActionChanged, "what the job would run is not what was approved: " + strings.Join(ch, "; ")
+		}
+	}
 	t = s.newTask(claimKind(o), sc, o.Slot, key, o.Mode, o.Attempt, o.TraceID)
 	if o.Plan.Approved {
-		// Approved and admitted when claimed: the job runs what was approved.
-		t.grant = &state.Approval{Key: key, Slot: o.Slot, Event: o.Plan.Event, Status: ledger.StatusConsumed}
+		t.grant = &state.Approval{Key: key, Slot: o.Slot, Event: o.Plan.Event, Action: o.Plan.Action, Status: ledger.StatusConsumed}
 		t.eventData = string(o.Plan.Event)
 	}
 	return t, "", ""

@@ -163,6 +163,7 @@ func (s *session) finish(ctx context.Context) error {
 			err = s.resync(ctx)
 		}
 		if err == nil {
+			s.redrop()
 			err = s.putWrites(kept)
 		}
 		if err != nil {

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/astra-gitops/astra/internal/errkind"
@@ -19,9 +20,10 @@ import (
 // Rollback is `astra rollback <run>`: the tool's compensating command
 // runs for a completed run, through the same gates as the run, with the
 // original run's id and output (ASTRA_ROLLBACK_OF, ASTRA_ORIGINAL_OUTPUT).
-// The person running it must hold the rollback permission. A run is
-// rolled back at most once unless force is set; rollback.completed or
-// rollback.failed is recorded either way.
+// The person running it must hold the rollback permission. When the
+// schedule's runs need an approval, so does each rollback (rollbackApproval).
+// A run is rolled back at most once unless force is set; rollback.completed
+// or rollback.failed is recorded either way.
 func (r *Runner) Rollback(ctx context.Context, run string, id identity.Identity, force bool) (*Report, error) {
 	rep, err := r.rollback(ctx, run, id, force)
 	if rep != nil && ctx.Err() != nil {
@@ -54,8 +56,8 @@ func (r *Runner) rollback(ctx context.Context, run string, id identity.Identity,
 	}
 	comp := *tool
 	comp.Kind, comp.Command, comp.DryRunSupported = model.KindExec, tool.Rollback, false
-	t := s.newTask(plan.KindManual, sc, target.Slot, target.Key+"#rollback", ledger.ModeManual, 1, target.TraceID)
-	t.tool = &comp
+	t := s.newTask(plan.KindManual, sc, target.Slot, target.Key+rollbackSuffix, ledger.ModeManual, 1, target.TraceID)
+	t.tool, t.rollback = &comp, true
 	t.outcome.Kind = "rollback"
 	rd, _ := json.Marshal(state.RollbackDetail{Run: target.RunID})
 	d := gate.Check(gate.Input{Schedule: sc, Policies: &r.cfg.Policies, State: s.state(), Now: s.now})
@@ -67,6 +69,18 @@ func (r *Runner) rollback(ctx context.Context, run string, id identity.Identity,
 			return nil, err
 		}
 		return s.report, s.finish(ctx)
+	}
+	if reasons := r.cfg.Policies.ApprovalReasons(sc, tool); len(reasons) > 0 {
+		// The compensating command acts on the outside world as the run
+		// did: it needs an approval of its own, of its own action, every
+		// time (--force asks again).
+		ok, err := s.rollbackApproval(ctx, t, reasons)
+		if err != nil || !ok {
+			if err == nil && !r.opts.DryRun {
+				err = s.finish(ctx)
+			}
+			return s.report, err
+		}
 	}
 	req := r.request(t)
 	req.Rollback = &executor.Rollback{RunID: target.RunID, Output: target.Output}
@@ -120,6 +134,52 @@ func (r *Runner) rollbackTarget(now time.Time, run string) (*introspect.Task, *m
 		return nil, nil, errkind.Usagef("schedule %s of run %s is no longer configured", target.ScheduleID, run)
 	}
 	return target, sc, nil
+}
+
+// rollbackSuffix ends the key of a run's rollback: its approval is asked
+// for and consumed under that key.
+const rollbackSuffix = "#rollback"
+
+// rollbackApproval settles what people decided, then finds t's approved
+// rollback, checks it and records it consumed; without one, t's request
+// is opened (or its open request waits). ok means the rollback may run.
+func (s *session) rollbackApproval(ctx context.Context, t *task, reasons []string) (bool, error) {
+	if err := s.checkApprovals(ctx); err != nil {
+		return false, err
+	}
+	a := s.grantFor(t)
+	if a == nil {
+		open := s.state().Approvals[t.sched.ID]
+		switch {
+		case open != nil && open.Key == t.key:
+			t.outcome.Action, t.outcome.Reason, t.outcome.PR = ActionAwaitingApproval, ledger.ReasonApprovalPending, open.PR
+			t.outcome.Detail = "its approval request is open: " + approveHow(t.sched, open.PR)
+			return false, nil
+		case open != nil:
+			return false, errkind.Usagef("%s has another approval open (%s): the rollback asks for its approval once that one is settled", t.sched.Name, open.Key)
+		}
+		err := s.requestApproval(ctx, t, gate.Decision{ApprovalReasons: reasons, Detail: "the rollback needs an approval of its own: " + approveHow(t.sched, 0)})
+		return false, err
+	}
+	if ok, err := s.useGrant(ctx, t, a); !ok || err != nil {
+		return false, err
+	}
+	if s.r.opts.DryRun {
+		return true, nil
+	}
+	c := t.event(ledger.ApprovalConsumed, ledger.StatusConsumed)
+	c.By, c.PR, c.ExpiresAt = a.By, a.PR, a.ExpiresAt
+	c.Detail = detail(state.ApprovalDetail{Token: a.Token, Action: a.Action, Via: a.Via, Signer: a.Signer, Rollback: true})
+	s.dropToken(t.sched.ID)
+	return true, s.record(c)
+}
+
+// approveHow says how a waiting request is approved.
+func approveHow(sc *model.Schedule, pr int) string {
+	if pr != 0 {
+		return fmt.Sprintf("an approver merges pull request #%d, then run this again", pr)
+	}
+	return fmt.Sprintf("an approver runs `astra approve %s`, then run this again", sc.Name)
 }
 
 // refused records a refusal that permit returned (outside dry runs), then

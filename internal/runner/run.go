@@ -32,6 +32,7 @@ type task struct {
 	attempt   int
 	traceID   string
 	grant     *state.Approval // the approval this run consumes
+	rollback  bool            // the tool's compensating command (astra rollback), not a run
 	previous  string          // chain context: the previous step's output
 	eventData string          // triggering event payload, JSON
 	depth     int             // chain depth, 0 for a top-level run
@@ -353,32 +354,30 @@ func (s *session) gate(ctx context.Context, t *task) (bool, error) {
 	case gate.Skip:
 		return false, s.skip(t, d.Reason, d.Detail)
 	case gate.NeedApproval:
-		if t.kind == plan.KindRetry {
-			break // the approval covered the slot; its retries need no new one
+		if g := s.state().Granted[t.key]; g != nil && t.kind == plan.KindRetry {
+			// Retried under the approval its first attempt consumed.
+			if ok, err := s.retryGranted(t, g); !ok || err != nil {
+				return false, err
+			}
+			break
 		}
 		if a := s.grantFor(t); a != nil {
-			if a.Definition != "" && a.Definition != definitionHash(t.sched) {
-				return false, s.refuseRequest(t.sched, a, "the schedule's definition changed after it was approved: what was approved is not what would run; the next slot asks again")
-			}
-			if a.Key == "" { // an approval of the next due run: bind it to this slot
-				ev := t.event(ledger.ApprovalApproved, ledger.StatusApproved)
-				ev.By, ev.PR, ev.ExpiresAt, ev.PayloadHash = a.By, a.PR, a.ExpiresAt, a.PayloadHash
-				ev.Detail = detail(state.ApprovalDetail{Token: a.Token, Definition: a.Definition})
-				if err := s.record(ev); err != nil {
-					return false, err
-				}
-				a = s.state().Approvals[t.sched.ID]
+			if ok, err := s.useGrant(ctx, t, a); !ok || err != nil {
+				return false, err
 			}
 			t.grant = a
 			break
 		}
 		if a := s.state().Approvals[t.sched.ID]; a != nil {
 			t.outcome.PR = a.PR
-			detail := fmt.Sprintf("an approval request for %s is open", a.Slot.UTC().Format(time.RFC3339))
-			if a.PR != 0 {
-				detail = fmt.Sprintf("waiting for pull request #%d (request for %s)", a.PR, a.Slot.UTC().Format(time.RFC3339))
+			detail := fmt.Sprintf("an approval request for %s is open", a.Key)
+			switch {
+			case a.Status == ledger.StatusApproved:
+				detail = fmt.Sprintf("an approval of %s is waiting to run", a.Key)
+			case a.PR != 0:
+				detail = fmt.Sprintf("waiting for pull request #%d (request for %s)", a.PR, a.Key)
 			}
-			return false, s.skip(t, ledger.ReasonApprovalPending, detail)
+			return false, s.wait(t, detail)
 		}
 		return false, s.requestApproval(ctx, t, d)
 	}
@@ -386,6 +385,17 @@ func (s *session) gate(ctx context.Context, t *task) (bool, error) {
 		return false, err
 	}
 	return true, s.claim(t)
+}
+
+// wait holds t back while another approval of its schedule is open: a
+// slot is recorded as skipped; a retry stays open (a skip would end it)
+// and waits for its turn.
+func (s *session) wait(t *task, detail string) error {
+	if t.kind == plan.KindRetry {
+		t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionDeferred, ledger.ReasonApprovalPending, detail
+		return nil
+	}
+	return s.skip(t, ledger.ReasonApprovalPending, detail)
 }
 
 // claim records that this runner owns t's slot until its deadline.
@@ -401,7 +411,7 @@ func (s *session) claim(t *task) error {
 		// runner dies before it finishes.
 		c := t.event(ledger.ApprovalConsumed, ledger.StatusConsumed)
 		c.By, c.PR, c.ExpiresAt = g.By, g.PR, g.ExpiresAt
-		c.Detail = detail(state.ApprovalDetail{Token: g.Token})
+		c.Detail = detail(state.ApprovalDetail{Token: g.Token, Action: g.Action, Via: g.Via, Signer: g.Signer})
 		evs = append(evs, c)
 		s.dropToken(t.sched.ID)
 	}

@@ -140,14 +140,15 @@ type session struct {
 	j       *state.Journal
 	mu      sync.Mutex // guards j and report while tasks run in parallel
 	report  *Report
-	pushed  int       // recorded events already pushed (claims)
-	touched []string  // files other than the journal's this run changed (token files)
-	writes  writeLog  // what tools wrote (writes.go)
-	held    money.USD // cost caps of the runs running now (under mu)
-	spills  []string  // spill refs merged by this run
-	fan     *fanOut   // astra plan: claims go to a job matrix, nothing runs here (fanout.go)
-	newest  time.Time // ts of the ledger's newest event when replayed
-	label   string    // the commit message's first line, when not the usual
+	pushed  int               // recorded events already pushed (claims)
+	touched []string          // files other than the journal's this run changed (token files)
+	dropped map[string]string // schedule id -> hash of the token file this run deleted
+	writes  writeLog          // what tools wrote (writes.go)
+	held    money.USD         // cost caps of the runs running now (under mu)
+	spills  []string          // spill refs merged by this run
+	fan     *fanOut           // astra plan: claims go to a job matrix, nothing runs here (fanout.go)
+	newest  time.Time         // ts of the ledger's newest event when replayed
+	label   string            // the commit message's first line, when not the usual
 	// riskAccepted: trust.risk_accepted is recorded; postureOutage: the
 	// posture check's outage is reported (posture.go).
 	riskAccepted, postureOutage bool

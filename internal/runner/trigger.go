@@ -14,6 +14,7 @@ import (
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
+	"github.com/astra-gitops/astra/internal/state"
 )
 
 // TriggerRequest is one `astra trigger`.
@@ -27,6 +28,9 @@ type TriggerRequest struct {
 	// tolerance window is refused.
 	Signature        string
 	SignatureExpires time.Time
+	// GitHubEvent is the X-GitHub-Event a relayed GitHub delivery's
+	// signature was checked with, recorded with the trigger.
+	GitHubEvent string
 }
 
 // Trigger is `astra trigger <event>`: every schedule with on_event: event
@@ -61,7 +65,18 @@ func (r *Runner) Trigger(ctx context.Context, req TriggerRequest) (*Report, erro
 				return nil, errkind.Refusedf("trigger %s refused: %s; nothing ran (recorded)", req.Event, why)
 			}
 		}
-		d, _ := json.Marshal(map[string]any{"key": key, "signature": req.Signature, "identity": req.By.String()})
+		if id := req.By.TokenID; id != "" {
+			if _, seen := s.state().Signatures[id]; seen {
+				why := "this JWT was already used (its jti): a token triggers once"
+				if err := s.record(&ledger.Event{Event: ledger.TriggerRefused, Status: ledger.StatusRefused, Reason: "replay", By: by(req.By),
+					Error: why + " (event " + req.Event + ")"}); err != nil {
+					return nil, err
+				}
+				return nil, errkind.Refusedf("trigger %s refused: %s; nothing ran (recorded)", req.Event, why)
+			}
+		}
+		d, _ := json.Marshal(state.TriggerDetail{Key: key, Signature: req.Signature, Identity: req.By.String(), GitHubEvent: req.GitHubEvent,
+			JWT: req.By.TokenID, JWTExpires: req.By.TokenExpires})
 		if err := s.record(&ledger.Event{Event: ledger.TriggerAccepted, Status: ledger.StatusOK, Reason: req.Event, By: by(req.By),
 			ExpiresAt: req.SignatureExpires, Detail: d}); err != nil {
 			return nil, err
@@ -115,5 +130,5 @@ func (r *Runner) Permit(ctx context.Context, verb, target string, id identity.Id
 	case d.Undecided():
 		return fmt.Errorf("%w; nothing was done", d.Err)
 	}
-	return r.Refuse(ctx, verb, target, id, d.Reason)
+	return r.Refuse(ctx, verb, target, id, d.Reason, sc)
 }

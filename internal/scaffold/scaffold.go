@@ -56,8 +56,12 @@ type Options struct {
 	// validate refuses a schedule nobody may approve.
 	Approver string
 	// Email is the approver's git user.email, mapped to Approver under
-	// identities: so that they can approve locally; "" leaves it out.
+	// identities: so that they can reject and run locally; "" leaves it out.
 	Email string
+	// SigningKey is the approver's SSH public key ("ssh-ed25519 AAAA..."),
+	// listed for Approver under signing_keys: so that `astra approve` signs
+	// with it; "" leaves a commented example.
+	SigningKey string
 	// LedgerKey is the public half of the ledger key ("ssh-ed25519 AAAA...
 	// comment"), listed in TrustFile; "" when the policies name one already.
 	LedgerKey string
@@ -115,11 +119,16 @@ func LoginFromEmail(email string) string {
 
 // fill puts the approver into the approval example's templates.
 func (o Options) fill(data []byte) []byte {
-	ids := "# identities:            # your git config user.email -> your GitHub login, to approve locally\n#   you@example.com: " + o.Approver
+	ids := "# identities:            # your git config user.email -> your GitHub login, for commands run locally\n#   you@example.com: " + o.Approver
 	if o.Email != "" {
-		ids = "identities:              # git config user.email -> GitHub login, to approve locally\n  " + strconv.Quote(o.Email) + ": " + o.Approver
+		ids = "identities:              # git config user.email -> GitHub login, for commands run locally\n  " + strconv.Quote(o.Email) + ": " + o.Approver
+	}
+	keys := "# signing_keys:          # your SSH public key, so that `astra approve` can sign your approvals\n#   " + o.Approver + ": [\"ssh-ed25519 AAAA...\"]"
+	if o.SigningKey != "" && !strings.HasPrefix(o.Approver, "@") {
+		keys = "signing_keys:            # SSH public keys `astra approve` signs approvals with\n  " + o.Approver + ": [" + strconv.Quote(o.SigningKey) + "]"
 	}
 	data = bytes.ReplaceAll(data, []byte("{{approver}}"), []byte(o.Approver))
+	data = bytes.ReplaceAll(data, []byte("{{signing_keys}}"), []byte(keys))
 	return bytes.ReplaceAll(data, []byte("{{identities}}"), []byte(ids))
 }
 

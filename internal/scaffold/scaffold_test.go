@@ -308,3 +308,30 @@ func TestInitDryRunWritesNothing(t *testing.T) {
 		t.Fatalf("a dry run wrote %v", entries)
 	}
 }
+
+// The approver's SSH public key, when init finds one, is listed for them
+// under signing_keys, so that `astra approve` can sign; without one the
+// example says where it goes. Either way the setup validates.
+func TestInitListsTheApproversSigningKey(t *testing.T) {
+	_, pub, err := seal.Generate("octocat@laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{pub.String(), ""} {
+		root := t.TempDir()
+		if _, err := Init(root, Options{Approver: "octocat", SigningKey: key}); err != nil {
+			t.Fatal(err)
+		}
+		cfg, diags, err := config.Load(root)
+		if err != nil || diags.Errors() > 0 {
+			t.Fatalf("does not validate: %v %v", err, diags)
+		}
+		got := cfg.Policies.SigningKeys["octocat"]
+		if key != "" && (len(got) != 1 || got[0] != key) || key == "" && got != nil {
+			t.Fatalf("signing_keys = %v, want %q", cfg.Policies.SigningKeys, key)
+		}
+		if b, _ := os.ReadFile(filepath.Join(root, "policies/approvals.yaml")); key == "" && !strings.Contains(string(b), "# signing_keys:") {
+			t.Fatalf("no hint of where the key goes:\n%s", b)
+		}
+	}
+}

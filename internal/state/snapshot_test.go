@@ -263,7 +263,7 @@ func (k *ticks) event(ts time.Time) *ledger.Event {
 		e.Event, e.Status, e.Reason = ledger.RunSkipped, ledger.StatusSkipped, ledger.ReasonBudget
 	case 12:
 		e.Event, e.Status, e.PR, e.ExpiresAt, e.PayloadHash = ledger.ApprovalRequested, ledger.StatusPending, 1+r.IntN(50), ts.Add(24*time.Hour), "sha256:p"
-		e.Detail = detail(ApprovalDetail{Token: token, Branch: "astra/approve/" + id, Definition: "sha256:d", Event: json.RawMessage(`{"ref":"main"}`)})
+		e.Detail = detail(ApprovalDetail{Token: token, Branch: "astra/approve/" + id, Action: json.RawMessage(`{"hash":"sha256:a"}`), Event: json.RawMessage(`{"ref":"main"}`)})
 	case 13:
 		e.Event, e.Status, e.By = ledger.ApprovalApproved, ledger.StatusApproved, "octocat"
 		if r.IntN(3) == 0 {

@@ -105,7 +105,8 @@ type snapshot struct {
 	Consumed    map[string]time.Time   `json:"consumed"`     // hash of a used approval token -> its expiry
 	Reported    map[string]time.Time   `json:"reported"`     // "<kind>:<token hash>" of token notes recorded -> their expiry
 	Known       map[string]string      `json:"known"`        // schedule id -> definition hash
-	Signatures  map[string]time.Time   `json:"signatures"`   // trigger signature id -> when it stops being accepted
+	Signatures  map[string]time.Time   `json:"signatures"`   // trigger signature id or JWT id -> when it stops being accepted
+	Granted     map[string]*Grant      `json:"granted"`      // idempotency key of an open run that consumed an approval -> that approval
 	RolledBack  map[string]time.Time   `json:"rolled_back"`  // run id -> when its rollback completed
 	ActorRuns   map[string][]time.Time `json:"actor_runs"`   // run starts within RateWindow
 }
@@ -151,6 +152,7 @@ type Open struct {
 type PlanDetail struct {
 	Approved bool            `json:"approved,omitempty"` // the claim consumed an approval: the job runs it as approved
 	Event    json.RawMessage `json:"event,omitempty"`    // the triggering event, as approved
+	Action   json.RawMessage `json:"action,omitempty"`   // the action approved: the job checks it again before it runs
 	Started  time.Time       `json:"started,omitzero"`   // when a job took it (run.started)
 }
 
@@ -166,23 +168,41 @@ type DeadLetter struct {
 	TraceID    string    `json:"trace_id,omitempty"`
 }
 
-// Approval is the open approval request of a schedule (one per schedule).
+// Approval is the open approval request of a schedule (one per schedule),
+// or an approval waiting to be used.
 type Approval struct {
-	Key         string          `json:"key"` // "" approves the schedule's next due run
+	Key         string          `json:"key"` // the run it approves
 	Slot        time.Time       `json:"slot"`
 	Status      string          `json:"status"` // pending | approved
 	PR          int             `json:"pr,omitempty"`
 	Branch      string          `json:"branch,omitempty"`
-	Token       string          `json:"token,omitempty"`      // hash of the token bytes astra wrote (or recorded)
-	Definition  string          `json:"definition,omitempty"` // the schedule's definition hash when requested
-	Event       json.RawMessage `json:"event,omitempty"`      // the triggering event, as approved
+	Head        string          `json:"head,omitempty"`   // the commit astra wrote as its pull request's head
+	Token       string          `json:"token,omitempty"`  // hash of the token bytes astra wrote, or of the signed token
+	Action      json.RawMessage `json:"action,omitempty"` // the action requested and approved (approval.Action)
+	Event       json.RawMessage `json:"event,omitempty"`  // the triggering event, as approved
 	PayloadHash string          `json:"payload_hash,omitempty"`
 	RequestedAt time.Time       `json:"requested_at"`
 	ExpiresAt   time.Time       `json:"expires_at"`
 	By          string          `json:"by,omitempty"`
+	Via         string          `json:"via,omitempty"`      // how it was approved: pull-request | signature
+	Signer      string          `json:"signer,omitempty"`   // the fingerprint of the approver's key (via signature)
+	Rollback    bool            `json:"rollback,omitempty"` // it approves the rollback of the run Key names, not a run
 	TraceID     string          `json:"trace_id,omitempty"`
 	Mode        string          `json:"mode,omitempty"` // of the run waiting for it
 }
+
+// Grant is the approval an open run consumed: its retries run only while
+// the action is still the one approved.
+type Grant struct {
+	By     string          `json:"by"`
+	Action json.RawMessage `json:"action"`
+}
+
+// How an approval was given (Approval.Via).
+const (
+	ViaPullRequest = "pull-request"
+	ViaSignature   = "signature"
+)
 
 // Spend is what runs cost in the current UTC day and month.
 type Spend struct {
@@ -213,6 +233,7 @@ func emptySnapshot() snapshot {
 		Consumed:    map[string]time.Time{},
 		Reported:    map[string]time.Time{},
 		Signatures:  map[string]time.Time{},
+		Granted:     map[string]*Grant{},
 		RolledBack:  map[string]time.Time{},
 		Known:       map[string]string{},
 		ActorRuns:   map[string][]time.Time{},
@@ -352,14 +373,29 @@ type RollbackDetail struct {
 	Run string `json:"run"`
 }
 
+// TriggerDetail is the Detail of trigger.accepted: what authenticated it,
+// so that nothing is accepted twice.
+type TriggerDetail struct {
+	Key         string    `json:"key"`
+	Signature   string    `json:"signature"`              // a timestamped signature's id (its expiry is the event's expires_at)
+	Identity    string    `json:"identity"`               // who triggered, in words
+	GitHubEvent string    `json:"github_event,omitempty"` // the X-GitHub-Event a relayed delivery's signature was checked with
+	JWT         string    `json:"jwt,omitempty"`          // a JWT's id (a hash of its issuer and jti)
+	JWTExpires  time.Time `json:"jwt_expires,omitzero"`   // its exp: the id is kept until then
+}
+
 // ApprovalDetail is the Detail of approval events: what binds an approval
-// to the request astra made.
+// to the request astra made and to the action it approves.
 type ApprovalDetail struct {
-	Token      string          `json:"token,omitempty"`      // hash of the exact token bytes astra wrote or recorded
-	Branch     string          `json:"branch,omitempty"`     // the request's pull request branch
-	Definition string          `json:"definition,omitempty"` // the schedule's definition hash when requested
-	Event      json.RawMessage `json:"event,omitempty"`      // a triggering event's payload, as approved
-	Settles    bool            `json:"settles,omitempty"`    // approval.refused: the request ends with it
+	Token    string          `json:"token,omitempty"`    // hash of the exact token bytes astra wrote, or of a signed token
+	Branch   string          `json:"branch,omitempty"`   // the request's pull request branch
+	Head     string          `json:"head,omitempty"`     // the commit astra wrote as its pull request's head
+	Action   json.RawMessage `json:"action,omitempty"`   // the action (approval.Action: hash, components, files, version)
+	Event    json.RawMessage `json:"event,omitempty"`    // a triggering event's payload, as approved
+	Via      string          `json:"via,omitempty"`      // approval.approved: pull-request | signature
+	Signer   string          `json:"signer,omitempty"`   // approval.approved via signature: the key's fingerprint
+	Rollback bool            `json:"rollback,omitempty"` // the request is for the rollback of the run its key names
+	Settles  bool            `json:"settles,omitempty"`  // approval.refused: the request ends with it
 }
 
 // planOf is the plan detail of a fan-out claim, nil for any other.
@@ -409,11 +445,14 @@ func (s *State) Apply(e *ledger.Event) {
 	case ledger.ScheduleCreated, ledger.ScheduleUpdated, ledger.ScheduleDeleted:
 		s.applySchedule(e)
 	case ledger.TriggerAccepted:
-		var d struct {
-			Signature string `json:"signature"`
-		}
-		if json.Unmarshal(e.Detail, &d) == nil && d.Signature != "" {
-			s.Signatures[d.Signature] = e.ExpiresAt
+		var d TriggerDetail
+		if json.Unmarshal(e.Detail, &d) == nil {
+			if d.Signature != "" {
+				s.Signatures[d.Signature] = e.ExpiresAt
+			}
+			if d.JWT != "" {
+				s.Signatures[d.JWT] = d.JWTExpires
+			}
 		}
 	case ledger.RollbackCompleted:
 		var d RollbackDetail
@@ -462,6 +501,9 @@ func (s *State) applyRun(e *ledger.Event) {
 		}
 	case ledger.RunCompleted, ledger.RunFailed:
 		s.ended(e)
+		if e.Event == ledger.RunCompleted {
+			delete(s.Granted, e.IdempotencyKey)
+		}
 	case ledger.RunRetryScheduled:
 		s.putOpen(e.IdempotencyKey, &Open{
 			ScheduleID: e.ScheduleID, Slot: e.Slot, Mode: e.Mode, Status: OpenRetry, Attempt: max(e.Attempt, 1),
@@ -469,6 +511,7 @@ func (s *State) applyRun(e *ledger.Event) {
 		})
 	case ledger.RunDeadLettered:
 		s.delOpen(e.IdempotencyKey)
+		delete(s.Granted, e.IdempotencyKey) // a released dead letter needs a new approval
 		s.deadSaved = ""
 		s.DeadLetters[e.IdempotencyKey] = &DeadLetter{
 			Key: e.IdempotencyKey, ScheduleID: e.ScheduleID, Slot: e.Slot, Mode: e.Mode, Attempts: e.Attempt, Error: e.Error,
@@ -490,6 +533,7 @@ func (s *State) applyRun(e *ledger.Event) {
 		// A skip ends whatever was open for the key (a lost claim, a retry
 		// that is no longer allowed).
 		s.delOpen(e.IdempotencyKey)
+		delete(s.Granted, e.IdempotencyKey)
 	}
 }
 
@@ -525,7 +569,7 @@ func (s *State) applyApproval(e *ledger.Event) {
 		s.Approvals[e.ScheduleID] = &Approval{
 			Key: e.IdempotencyKey, Slot: e.Slot, Status: ledger.StatusPending, PR: e.PR, PayloadHash: e.PayloadHash,
 			RequestedAt: e.TS, ExpiresAt: e.ExpiresAt, TraceID: e.TraceID, Mode: e.Mode,
-			Branch: d.Branch, Token: d.Token, Definition: d.Definition, Event: d.Event,
+			Branch: d.Branch, Head: d.Head, Token: d.Token, Action: d.Action, Event: d.Event, Rollback: d.Rollback,
 		}
 	case ledger.ApprovalApproved:
 		s.approved(e)
@@ -535,8 +579,13 @@ func (s *State) applyApproval(e *ledger.Event) {
 		}
 	case ledger.ApprovalConsumed:
 		delete(s.Approvals, e.ScheduleID)
-		if d := detailOf(e); d.Token != "" {
+		d := detailOf(e)
+		if d.Token != "" {
 			s.Consumed[d.Token] = e.ExpiresAt
+		}
+		if len(d.Action) > 0 && !d.Rollback {
+			// Its retries run only while the action is still this one.
+			s.Granted[e.IdempotencyKey] = &Grant{By: e.By, Action: d.Action}
 		}
 	case ledger.ApprovalRefused, ledger.ApprovalIgnored:
 		d := detailOf(e)
@@ -549,31 +598,28 @@ func (s *State) applyApproval(e *ledger.Event) {
 	}
 }
 
-// approved folds an approval: of the open request, or recorded without
-// one.
+// approved folds an approval: of the open request, or of a slot nothing
+// requested yet (a signed approval).
 func (s *State) approved(e *ledger.Event) {
+	d := detailOf(e)
 	a := s.Approvals[e.ScheduleID]
-	if a == nil || (a.Key != e.IdempotencyKey && e.IdempotencyKey != "") {
-		// An approval recorded without a request (`astra approve` of
-		// the next due run) or binding a key-less one to its slot.
-		a = &Approval{Key: e.IdempotencyKey, Slot: e.Slot, RequestedAt: e.TS, TraceID: e.TraceID, Mode: e.Mode, PayloadHash: e.PayloadHash}
-		if old := s.Approvals[e.ScheduleID]; old != nil {
-			a.Token, a.Definition, a.Event = old.Token, old.Definition, old.Event
-		}
+	if a == nil || a.Key != e.IdempotencyKey {
+		a = &Approval{Key: e.IdempotencyKey, Slot: e.Slot, RequestedAt: e.TS, TraceID: e.TraceID, Mode: e.Mode, PayloadHash: e.PayloadHash,
+			Event: d.Event, Rollback: d.Rollback}
 		s.Approvals[e.ScheduleID] = a
 	}
-	a.Status, a.By = ledger.StatusApproved, e.By
+	a.Status, a.By, a.Via, a.Signer = ledger.StatusApproved, e.By, d.Via, d.Signer
 	if e.PR != 0 {
 		a.PR = e.PR
 	}
 	if !e.ExpiresAt.IsZero() {
 		a.ExpiresAt = e.ExpiresAt
 	}
-	if d := detailOf(e); d.Token != "" {
+	if d.Token != "" {
 		a.Token = d.Token
-		if d.Definition != "" {
-			a.Definition = d.Definition
-		}
+	}
+	if len(d.Action) > 0 {
+		a.Action = d.Action
 	}
 }
 
@@ -823,6 +869,7 @@ func (s *State) add(snap *snapshot) {
 	maps.Copy(s.Consumed, snap.Consumed)
 	maps.Copy(s.Reported, snap.Reported)
 	maps.Copy(s.Signatures, snap.Signatures)
+	maps.Copy(s.Granted, snap.Granted)
 	maps.Copy(s.RolledBack, snap.RolledBack)
 	maps.Copy(s.Known, snap.Known)
 	maps.Copy(s.ActorRuns, snap.ActorRuns)

@@ -1,0 +1,241 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/astra-gitops/astra/internal/approval"
+	"github.com/astra-gitops/astra/internal/errkind"
+	"github.com/astra-gitops/astra/internal/forge"
+	"github.com/astra-gitops/astra/internal/identity"
+	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/state"
+)
+
+// action is what a run of sc would be now (approval.Action): the tool
+// entry, the files it runs, the payload and event, the actor, the
+// schedule and astra's version; rollback is the tool's compensating
+// command instead of the run.
+func (r *Runner) action(sc *model.Schedule, event json.RawMessage, rollback bool) (approval.Action, error) {
+	return approval.Compute(approval.Subject{Root: r.opts.Root, Schedule: sc, Tool: r.cfg.Policies.Tools[sc.TargetTool],
+		Actor: r.cfg.Policies.Actor(sc.Actor), Event: event, Definition: definitionHash(sc), Rollback: rollback})
+}
+
+// taskEvent is t's event as an approval binds it: redacted, as the pull
+// request shows it and as the approved run gets it.
+func (s *session) taskEvent(t *task) json.RawMessage {
+	if t.eventData == "" {
+		return nil
+	}
+	return json.RawMessage(s.r.opts.Redact.String(t.eventData))
+}
+
+// grantFor is the approval t may run under, or nil: the schedule's
+// approved request for t's key (for a rollback, the approved rollback).
+func (s *session) grantFor(t *task) *state.Approval {
+	a := s.state().Approvals[t.sched.ID]
+	if a == nil || a.Status != ledger.StatusApproved || a.Key != t.key || a.Rollback != t.rollback {
+		return nil
+	}
+	return a
+}
+
+// check is what checking an approval found: nothing wrong, a refusal
+// (reason word and why), or an outage that kept it from deciding.
+type check struct {
+	refused, why string
+	what         string // what could not be checked
+	outage       error
+	allowed      string // who allowed it, in words
+}
+
+func refusedCheck(reason, why string) check { return check{refused: reason, why: why} }
+
+// useGrant checks, as a run is about to use it, the approval a grants t:
+// the action recomputed now is the one approved, and the approval still
+// stands (its pull request through GitHub, or its signer's key and role
+// under the policies now). ok false means t does not run: the approval
+// was refused (recorded; the request ends), or it could not be checked
+// (recorded as check_failed; it stays, and the next run checks again).
+func (s *session) useGrant(ctx context.Context, t *task, a *state.Approval) (bool, error) {
+	sc := t.sched
+	if c := s.checkAction(sc, a, s.taskEvent(t)); c.refused != "" {
+		return false, s.refuseRequest(sc, a, c.refused, a.By, c.why)
+	}
+	var c check
+	switch a.Via {
+	case state.ViaPullRequest:
+		c = s.recheckMerge(ctx, sc, a)
+	case state.ViaSignature:
+		c = s.checkSigner(ctx, sc, a)
+	default:
+		c = refusedCheck(reasonUnverifiable, "the approval was recorded without saying how it was given (by an older astra), so it cannot be checked again: "+
+			"it approves nothing; the next slot asks again")
+	}
+	switch {
+	case c.outage != nil:
+		t.outcome.Action, t.outcome.Reason = ActionDeferred, "approval_unchecked"
+		t.outcome.Detail = fmt.Sprintf("the approval by %s could not be checked (%s); it is checked again next run", a.By, s.r.opts.Redact.String(c.outage.Error()))
+		return false, s.unchecked(sc, a, c.what, c.outage)
+	case c.refused != "":
+		return false, s.refuseRequest(sc, a, c.refused, a.By, c.why)
+	}
+	return true, nil
+}
+
+// checkAction compares the action a approves with the action now.
+func (s *session) checkAction(sc *model.Schedule, a *state.Approval, event json.RawMessage) check {
+	now, err := s.r.action(sc, event, a.Rollback)
+	if err != nil {
+		return refusedCheck(reasonActionChanged, "what would run cannot be bound to the approval: "+err.Error()+"; nothing runs")
+	}
+	if ch := approval.Changes(approval.DecodeAction(a.Action), now); ch != nil {
+		who := "was approved"
+		if a.By != "" {
+			who = a.By + " approved"
+		}
+		return refusedCheck(reasonActionChanged, fmt.Sprintf("what would run is not what %s: %s; nothing runs, and the next slot asks again", who, strings.Join(ch, "; ")))
+	}
+	return check{}
+}
+
+// recheckMerge reads an approval's pull request again and checks it.
+func (s *session) recheckMerge(ctx context.Context, sc *model.Schedule, a *state.Approval) check {
+	f := s.r.forge
+	what := fmt.Sprintf("checking pull request #%d again before the run", a.PR)
+	if f == nil {
+		return check{what: what, outage: errors.New("GitHub is not configured here (GITHUB_TOKEN and GITHUB_REPOSITORY)")}
+	}
+	pr, err := f.PullRequest(ctx, a.PR)
+	if err != nil {
+		return check{what: what, outage: err}
+	}
+	if !pr.Merged {
+		return refusedCheck(reasonNoToken, fmt.Sprintf("pull request #%d is not merged", a.PR))
+	}
+	return s.checkMerge(ctx, sc, a, pr)
+}
+
+// checkMerge checks a merged approval pull request against its request:
+// its merger may approve now, its head is the commit astra wrote, it
+// changes the token file only, its merge holds exactly the token bytes
+// astra wrote (signed, with ASTRA_APPROVAL_SECRET), and the action is
+// still the one requested.
+func (s *session) checkMerge(ctx context.Context, sc *model.Schedule, req *state.Approval, pr forge.PR) check {
+	d := s.authorize(ctx, model.VerbApprove, identity.PullRequestIdentity(pr.MergedBy), sc)
+	switch {
+	case d.Undecided():
+		return check{what: fmt.Sprintf("checking who merged pull request #%d", pr.Number), outage: d.Err}
+	case !d.Allowed:
+		return refusedCheck(reasonNotApprover, fmt.Sprintf("pull request #%d was merged by %s, who may not approve (%s); nothing runs. "+
+			"The request ends here and the next slot opens a new pull request; revert the merge if it was a mistake", pr.Number, pr.MergedBy, d.Reason))
+	case req.Token == "":
+		return refusedCheck(reasonNoToken, "the request was recorded without a token hash (by an older astra), so no merge can be matched to it; the next slot asks again")
+	case req.Head != "" && pr.HeadSHA != req.Head:
+		return refusedCheck(reasonForeignCommit, fmt.Sprintf("pull request #%d was merged with head %.12s, not the commit astra wrote (%.12s): someone pushed onto %s; "+
+			"nothing runs, and the next slot asks again", pr.Number, pr.HeadSHA, req.Head, forge.ApprovalBranch(sc.ID)))
+	}
+	if c := s.checkFiles(ctx, sc, pr); c.refused != "" || c.outage != nil {
+		return c
+	}
+	raw, err := s.r.forge.FileAt(ctx, pr.MergeCommitSHA, approval.Path(sc.ID))
+	switch {
+	case errors.Is(err, forge.ErrNotFound):
+		return refusedCheck(reasonNoToken, fmt.Sprintf("the merge of pull request #%d does not contain %s", pr.Number, approval.Path(sc.ID)))
+	case err != nil:
+		return check{what: fmt.Sprintf("reading the token merged by pull request #%d", pr.Number), outage: err}
+	case approval.Hash(raw) != req.Token:
+		return refusedCheck(reasonTokenChanged, fmt.Sprintf("the token merged in pull request #%d is not the one astra wrote for this request: it was changed on the pull request's branch", pr.Number))
+	}
+	if secret := s.r.opts.Secret; len(secret) > 0 {
+		if tok, err := approval.Parse(raw); err != nil || !tok.SignedWith(secret) {
+			return refusedCheck(reasonUnsigned, fmt.Sprintf("the token merged in pull request #%d is not signed with ASTRA_APPROVAL_SECRET", pr.Number))
+		}
+	}
+	if c := s.checkAction(sc, req, req.Event); c.refused != "" {
+		return c
+	}
+	return check{allowed: d.Reason}
+}
+
+// checkFiles checks, through GitHub, that an approval pull request
+// changes its token file and nothing else: a commit someone added to the
+// approval branch would be merged with the approval.
+func (s *session) checkFiles(ctx context.Context, sc *model.Schedule, pr forge.PR) check {
+	files, err := s.r.forge.PullRequestFiles(ctx, pr.Number)
+	switch {
+	case errkind.Of(err) == errkind.ErrRefused:
+		return refusedCheck(reasonForeignCommit, err.Error())
+	case err != nil:
+		return check{what: fmt.Sprintf("listing the files pull request #%d changes", pr.Number), outage: err}
+	}
+	token := approval.Path(sc.ID)
+	var other []string
+	for _, f := range files {
+		if f.Path != token || f.PreviousPath != "" || f.Status == "removed" {
+			other = append(other, f.Path)
+		}
+	}
+	if len(other) > 0 || len(files) == 0 {
+		return refusedCheck(reasonForeignCommit, fmt.Sprintf("pull request #%d changes %s, not only %s: a change merged with an approval is not one astra asked for; "+
+			"nothing runs, and the next slot asks again", pr.Number, orNothing(other), token))
+	}
+	return check{}
+}
+
+func orNothing(paths []string) string {
+	if len(paths) == 0 {
+		return "nothing"
+	}
+	if len(paths) > 5 {
+		return strings.Join(paths[:5], ", ") + fmt.Sprintf(" and %d more", len(paths)-5)
+	}
+	return strings.Join(paths, ", ")
+}
+
+// checkSigner checks that a signed approval's key is still listed for its
+// signer and that the signer may still approve.
+func (s *session) checkSigner(ctx context.Context, sc *model.Schedule, a *state.Approval) check {
+	if login := approval.KeyOwner(s.r.cfg.Policies.SigningKeys, a.Signer); a.Signer == "" || !strings.EqualFold(login, a.By) {
+		return refusedCheck(reasonNotApprover, fmt.Sprintf("the key %s that signed the approval is no longer listed for %s under signing_keys; nothing runs", orNone(a.Signer), a.By))
+	}
+	d := s.authorize(ctx, model.VerbApprove, identity.SignatureIdentity(a.By), sc)
+	switch {
+	case d.Undecided():
+		return check{what: fmt.Sprintf("checking whether %s may still approve", a.By), outage: d.Err}
+	case !d.Allowed:
+		return refusedCheck(reasonNotApprover, fmt.Sprintf("%s signed the approval but may no longer approve %s (%s); nothing runs", a.By, sc.Name, d.Reason))
+	}
+	return check{allowed: d.Reason}
+}
+
+// retryGranted decides an automatic retry of a run that consumed an
+// approval: it may run (true), without a new approval, only while the
+// action is still the one approved. Otherwise the slot goes to the dead letter,
+// recorded with what changed: a person may release it (`astra dead-letter
+// retry`), and the released retry then needs an approval of its own.
+func (s *session) retryGranted(t *task, g *state.Grant) (bool, error) {
+	now, err := s.r.action(t.sched, s.taskEvent(t), false)
+	var ch []string
+	if err != nil {
+		ch = []string{err.Error()}
+	} else {
+		ch = approval.Changes(approval.DecodeAction(g.Action), now)
+	}
+	if len(ch) == 0 {
+		return true, nil
+	}
+	why := fmt.Sprintf("the retry of %s would not run what %s approved: %s", t.key, orUnknown(g.By), strings.Join(ch, "; "))
+	ref := t.event(ledger.ApprovalRefused, ledger.StatusRefused)
+	ref.Reason, ref.By, ref.Error = reasonActionChanged, g.By, s.r.opts.Redact.String(why+"; nothing runs")
+	dl := t.event(ledger.RunDeadLettered, ledger.StatusDeadLetter)
+	dl.Attempt, dl.Reason = max(t.attempt-1, 1), reasonActionChanged
+	dl.Error = s.r.opts.Redact.String(fmt.Sprintf("%s; not retried: release it with `astra dead-letter retry %s`, and it asks for a new approval", why, t.key))
+	t.outcome.Action, t.outcome.Reason, t.outcome.Detail, t.outcome.DeadLettered = ActionSkipped, reasonActionChanged, dl.Error, true
+	s.note(t.sched, ref, ref.Error)
+	return false, s.record(ref, dl)
+}
