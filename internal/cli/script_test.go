@@ -216,7 +216,7 @@ func parallel(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	fmt.Sscan(args[0], &n)
 	env := []string{"PATH=" + ts.Getenv("PATH"), "HOME=" + ts.Getenv("HOME"), "TMPDIR=" + ts.Getenv("TMPDIR"),
-		"SIDE=" + ts.Getenv("SIDE"), "GIT_CONFIG_NOSYSTEM=1"}
+		"SIDE=" + ts.Getenv("SIDE"), "ASTRA_SANDBOX_WRITABLE=" + ts.Getenv("ASTRA_SANDBOX_WRITABLE"), "GIT_CONFIG_NOSYSTEM=1"}
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	codes := make([]int, n)

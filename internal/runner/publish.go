@@ -340,9 +340,13 @@ func sanitizeRef(s string) string {
 	}, s)
 }
 
+// dedupe returns paths sorted, each once, in a new slice: paths may be a
+// list the session keeps (its tools' writes), which sorting and compacting
+// in place would reorder and blank at the tail.
 func dedupe(paths []string) []string {
-	slices.Sort(paths)
-	return slices.Compact(paths)
+	out := slices.Clone(paths)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // commitMessage summarises the run for `git log`.

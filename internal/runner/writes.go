@@ -55,6 +55,17 @@ type writeLog struct {
 	detail  map[*task]WritesDetail // for each run's outcome event
 }
 
+// add lists paths among the writes to commit, each once. The list only
+// grows (by append, never reordered in place): publish and keepWrites read
+// it while a resync puts the same paths back.
+func (l *writeLog) add(paths ...string) {
+	for _, p := range paths {
+		if !slices.Contains(l.files, p) {
+			l.files = append(l.files, p)
+		}
+	}
+}
+
 // watch is one tool's view of the worktree before it ran.
 type watch struct {
 	before *gitops.Snapshot
@@ -119,7 +130,7 @@ func (s *session) settleWrites(t *task, w *watch, res executor.Result) {
 		}
 	}
 	if res.Status == executor.StatusOK {
-		s.writes.files = append(s.writes.files, d.Writes...)
+		s.writes.add(d.Writes...)
 	}
 	if n := len(d.Undeclared); n > 0 {
 		s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("%s: tool %s changed %d file(s) it does not declare under writes:, left uncommitted: %s",
@@ -194,7 +205,7 @@ func (s *session) putWrites(files map[string][]byte) error {
 		if err := putFile(root, p, b); err != nil {
 			return fmt.Errorf("restoring %s, which a tool wrote: %w", p, err)
 		}
-		s.writes.files = append(s.writes.files, p)
+		s.writes.add(p)
 	}
 	return nil
 }
