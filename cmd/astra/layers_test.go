@@ -42,7 +42,8 @@ var layers = map[string][]string{
 	"internal/plan":              {"internal/ledger", "internal/model", "internal/state"},
 	"internal/introspect":        {"internal/ledger", "internal/model", "internal/money", "internal/state"},
 	"internal/memory":            {"internal/ledger", "internal/model", "internal/state"},
-	"internal/executor":          {"internal/ledger", "internal/model", "internal/redact"},
+	"internal/sandbox":           {},
+	"internal/executor":          {"internal/ledger", "internal/model", "internal/redact", "internal/sandbox"},
 	"internal/tools":             {"internal/introspect", "internal/ledger", "internal/model", "internal/state"},
 	"internal/identity":          {"internal/model"},
 	"internal/runner": {"internal/approval", "internal/executor", "internal/forge", "internal/gate", "internal/gitops", "internal/identity",
@@ -59,6 +60,8 @@ var thirdParty = map[string][]string{
 	"github.com/go-git/":          {"internal/gitops", "internal/forge/githubtest"},
 	"github.com/google/go-github": {"internal/forge", "internal/forge/githubtest"},
 	"go.opentelemetry.io/":        {"internal/telemetry"},
+	"github.com/landlock-lsm/":    {"internal/sandbox"},
+	"golang.org/x/sys/":           {"internal/sandbox", "internal/executor"},
 }
 
 // TestLayering holds every package to its place in the layering: a domain
