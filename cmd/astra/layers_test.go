@@ -34,7 +34,8 @@ var layers = map[string][]string{
 	"internal/scaffold":          {"internal/buildinfo"},
 	"scripts/action":             {}, // tests of the GitHub Action's scripts
 	"internal/model":             {"internal/cron", "internal/diag", "internal/money"},
-	"internal/config":            {"internal/cron", "internal/diag", "internal/model", "internal/money", "internal/redact", "internal/repofs", "internal/seal"},
+	"internal/codeowners":        {},
+	"internal/config":            {"internal/codeowners", "internal/cron", "internal/diag", "internal/model", "internal/money", "internal/redact", "internal/repofs", "internal/seal"},
 	"internal/state":             {"internal/ledger", "internal/money", "internal/repofs"},
 	"internal/ledger/ledgertest": {"internal/ledger", "internal/money"},
 	"internal/forge/githubtest":  {},
@@ -47,7 +48,8 @@ var layers = map[string][]string{
 	"internal/tools":             {"internal/introspect", "internal/ledger", "internal/model", "internal/state"},
 	"internal/identity":          {"internal/model"},
 	"internal/runner": {"internal/approval", "internal/executor", "internal/forge", "internal/gate", "internal/gitops", "internal/identity",
-		"internal/introspect", "internal/ledger", "internal/memory", "internal/model", "internal/money", "internal/plan", "internal/redact", "internal/state", "internal/telemetry"},
+		"internal/introspect", "internal/ledger", "internal/memory", "internal/model", "internal/money", "internal/plan", "internal/redact", "internal/repofs",
+		"internal/sandbox", "internal/state", "internal/telemetry"},
 	"internal/report": {"internal/diag", "internal/introspect", "internal/ledger", "internal/model", "internal/money", "internal/runner", "internal/state"},
 }
 

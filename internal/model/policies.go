@@ -1,6 +1,11 @@
 package model
 
-import "github.com/astra-gitops/astra/internal/money"
+import (
+	"path"
+	"strings"
+
+	"github.com/astra-gitops/astra/internal/money"
+)
 
 // Tool kinds.
 const (
@@ -63,6 +68,19 @@ func (t *Tool) Declares(path string) bool {
 		}
 	}
 	return false
+}
+
+// RepoFiles are the repository files the tool runs: its command's and its
+// rollback's program, where those are repository paths (with a slash, not
+// absolute), cleaned.
+func (t *Tool) RepoFiles() []string {
+	var out []string
+	for _, argv := range [][]string{t.Command, t.Rollback} {
+		if len(argv) > 0 && strings.Contains(argv[0], "/") && !path.IsAbs(argv[0]) {
+			out = append(out, path.Clean(argv[0]))
+		}
+	}
+	return out
 }
 
 // TaskPolicy decides whether a task type may run without approval (seed 001).
