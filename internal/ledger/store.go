@@ -50,7 +50,13 @@ type Store struct {
 	single      string // file name for a single-file log
 	segmentSize int64
 	noSync      bool
+	observe     func(path string, size int64, member []byte)
 }
+
+// Observe has fn told of every member appended: the file, its size after
+// the append, and the member's bytes. While tools run, the runner keeps
+// what astra wrote to tell it from what a tool wrote.
+func (s *Store) Observe(fn func(path string, size int64, member []byte)) { s.observe = fn }
 
 // NoSync skips fsync after appends: only for generating test data, where
 // crash safety does not matter and a month of appends would wait on disk.
@@ -283,5 +289,8 @@ func (s *Store) AppendLines(seg Segment, lines []byte) (Segment, error) {
 		return seg, err
 	}
 	seg.Size += int64(member.Len())
+	if s.observe != nil {
+		s.observe(seg.Path, seg.Size, member.Bytes())
+	}
 	return seg, nil
 }

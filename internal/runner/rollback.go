@@ -96,7 +96,9 @@ func (r *Runner) rollback(ctx context.Context, run string, id identity.Identity,
 		t.outcome.Action = ActionWouldRun
 		return s.report, nil
 	}
+	w := s.watchWrites(t)
 	res := r.exec.Run(ctx, req)
+	s.settleWrites(t, w, res)
 	t.outcome.setResult(res, r.tail)
 	kind, action := ledger.RollbackCompleted, ActionRan
 	if res.Status != executor.StatusOK {

@@ -38,14 +38,15 @@ func init() {
 }
 
 // Available reports the Landlock ABI of the kernel, and whether tools run
-// in a Landlock view. Where they do not, the promises of the package
-// comment hold detectively only.
+// in a Landlock view: not where the kernel has none (abi 0), nor where
+// ASTRA_SANDBOX=off turns the view off (abi above 0). Where they do not,
+// the promises of the package comment hold detectively only.
 func Available() (abi int, ok bool) {
 	abi, err := ll.LandlockGetABIVersion()
 	if err != nil || abi < 1 {
 		return 0, false
 	}
-	if _, err := os.Executable(); err != nil {
+	if _, err := os.Executable(); err != nil || os.Getenv(OffEnv) == "off" {
 		return abi, false
 	}
 	return abi, true

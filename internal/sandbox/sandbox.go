@@ -44,6 +44,11 @@ import (
 	"strings"
 )
 
+// OffEnv, set to "off" in astra's environment, runs tools without the
+// Landlock view (for a tool the view breaks, or to exercise the checks
+// that stand in for it); the rest stays.
+const OffEnv = "ASTRA_SANDBOX"
+
 // Policy is what one tool may touch.
 type Policy struct {
 	// Repo is the repository's worktree.
@@ -109,6 +114,9 @@ func (p *Policy) resolve(getenv func(string) string) (*view, error) {
 	}
 	v := &view{Read: subtrees("/", unreadable)}
 	for _, d := range p.Writable {
+		if within(repo, d) || within(d, repo) || d == repo {
+			return nil, fmt.Errorf("%s names the repository or a directory in it: tools write the repository only by their tier", d)
+		}
 		for _, r := range real(d) {
 			v.Write = append(v.Write, rule{Path: r, Dir: true})
 		}
