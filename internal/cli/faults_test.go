@@ -95,7 +95,10 @@ type life struct{ start, end time.Time }
 func newFaultRig(t *testing.T) *faultRig {
 	root := t.TempDir()
 	f := &faultRig{t: t, root: root, repo: filepath.Join(root, "repo"), remote: filepath.Join(root, "remote.git"),
-		side: filepath.Join(root, "side-effects"), now: time.Date(2026, 11, 22, 0, 0, 30, 0, time.UTC), recorded: map[string]bool{}}
+		side: filepath.Join(root, "side", "effects"), now: time.Date(2026, 11, 22, 0, 0, 30, 0, time.UTC), recorded: map[string]bool{}}
+	if err := os.Mkdir(filepath.Dir(f.side), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	gittest.Must(t, root, "init", "-q", "--bare", "-b", "main", f.remote)
 	gittest.Must(t, f.remote, "config", "receive.autogc", "false")
 	// A slow remote: every push waits in its pre-receive hook.
@@ -133,7 +136,7 @@ actors:
 func (f *faultRig) start() (*exec.Cmd, *bytes.Buffer) {
 	f.t.Helper()
 	cmd := exec.Command("astra", "--repo", f.repo, "run-due", "--repair", "--now", f.now.Format(time.RFC3339))
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.root, "TMPDIR=" + os.TempDir(), "SIDE=" + f.side,
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.root, "TMPDIR=" + os.TempDir(), "SIDE=" + f.side, "ASTRA_SANDBOX_WRITABLE=" + filepath.Dir(f.side),
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
