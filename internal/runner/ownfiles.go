@@ -83,11 +83,17 @@ func (s *session) watchOwn(wt worktreeWatch) *own {
 }
 
 // ownWrote is the journal's observer: astra wrote data to path (whole, or
-// appended), leaving it size bytes long.
-func (s *session) ownWrote(path string, size int64, data []byte, whole bool) {
+// appended), leaving it size bytes long, and cut bytes someone else had
+// appended.
+func (s *session) ownWrote(path string, size int64, data []byte, whole bool, cut int64) {
 	o := s.own
 	if o == nil || o.before == nil {
 		return // no tool has run yet
+	}
+	if cut > 0 {
+		what := fmt.Sprintf("cut %d byte(s) appended after astra's last write", cut)
+		s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("a tool changed %s, astra's own file: %s", path, what))
+		o.found = append(o.found, ownChange{path, what})
 	}
 	if whole {
 		o.whole[path] = slices.Clone(data)

@@ -290,7 +290,7 @@ func (j *Journal) writeIfChanged(path string, data []byte) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if j.observe != nil {
-		j.observe(path, int64(len(data)), data, true)
+		j.observe(path, int64(len(data)), data, true, 0)
 	}
 	j.files = append(j.files, path)
 	return nil
