@@ -27,8 +27,10 @@ require (
 
 require (
 	github.com/hiddeco/sshsig v0.2.0 // SSHSIG (ssh-keygen -Y sign) for ledger seals and signed approvals (internal/seal)
+	github.com/landlock-lsm/go-landlock v0.11.2 // Landlock rulesets for tools' filesystem views, best effort per kernel ABI (internal/sandbox)
 	github.com/spf13/pflag v1.0.10
 	golang.org/x/crypto v0.57.0 // SSH keys (internal/seal)
+	golang.org/x/sys v0.49.0 // prctl: no_new_privs, not dumpable, child subreaper, capability bounding set (internal/sandbox, internal/executor)
 )
 
 require (
@@ -70,10 +72,10 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/net v0.59.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/tools v0.50.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260928230214-8a89bd6388cc // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 	gopkg.in/warnings.v0 v0.1.2 // indirect
+	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 )

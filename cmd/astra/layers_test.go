@@ -35,7 +35,7 @@ var layers = map[string][]string{
 	"internal/scaffold":          {"internal/buildinfo"},
 	"scripts/action":             {}, // tests of the GitHub Action's scripts
 	"internal/model":             {"internal/cron", "internal/diag", "internal/money"},
-	"internal/config":            {"internal/cron", "internal/diag", "internal/model", "internal/money", "internal/redact", "internal/repofs", "internal/seal"},
+	"internal/config":            {"internal/codeowners", "internal/cron", "internal/diag", "internal/model", "internal/money", "internal/redact", "internal/repofs", "internal/seal"},
 	"internal/state":             {"internal/ledger", "internal/money", "internal/repofs"},
 	"internal/ledger/ledgertest": {"internal/ledger", "internal/money"},
 	"internal/forge/githubtest":  {},
@@ -43,13 +43,15 @@ var layers = map[string][]string{
 	"internal/plan":              {"internal/ledger", "internal/model", "internal/state"},
 	"internal/introspect":        {"internal/approval", "internal/gate", "internal/ledger", "internal/model", "internal/money", "internal/plan", "internal/state"},
 	"internal/memory":            {"internal/ledger", "internal/model", "internal/state"},
-	"internal/executor":          {"internal/ledger", "internal/model", "internal/redact"},
+	"internal/sandbox":           {},
+	"internal/executor":          {"internal/ledger", "internal/model", "internal/redact", "internal/sandbox"},
 	"internal/tools":             {"internal/introspect", "internal/ledger", "internal/model", "internal/state"},
 	"internal/identity":          {"internal/model"},
 	"internal/posture":           {"internal/codeowners", "internal/forge", "internal/model", "internal/repofs", "internal/seal"},
 	"internal/ledgerops":         {"internal/gitops", "internal/ledger", "internal/state"},
 	"internal/runner": {"internal/approval", "internal/executor", "internal/forge", "internal/gate", "internal/gitops", "internal/identity",
-		"internal/introspect", "internal/ledger", "internal/ledgerops", "internal/memory", "internal/model", "internal/money", "internal/plan", "internal/posture", "internal/redact", "internal/state", "internal/telemetry"},
+		"internal/introspect", "internal/ledger", "internal/ledgerops", "internal/memory", "internal/model", "internal/money", "internal/plan", "internal/posture", "internal/redact", "internal/repofs",
+		"internal/sandbox", "internal/state", "internal/telemetry"},
 	"internal/report": {"internal/diag", "internal/introspect", "internal/ledger", "internal/model", "internal/money", "internal/runner", "internal/state",
 		"internal/ui"},
 	// The CLI parses flags, wires the packages together and prints; what
@@ -58,7 +60,7 @@ var layers = map[string][]string{
 	// money of its own.
 	"internal/cli": {"internal/approval", "internal/buildinfo", "internal/config", "internal/diag", "internal/executor", "internal/forge",
 		"internal/gitops", "internal/identity", "internal/introspect", "internal/ledger", "internal/ledgerops", "internal/memory", "internal/model", "internal/plan", "internal/posture", "internal/seal",
-		"internal/redact", "internal/repofs", "internal/report", "internal/runner", "internal/scaffold", "internal/state", "internal/telemetry",
+		"internal/redact", "internal/repofs", "internal/report", "internal/runner", "internal/sandbox", "internal/scaffold", "internal/state", "internal/telemetry",
 		"internal/tools", "internal/ui"},
 }
 
@@ -71,6 +73,8 @@ var thirdParty = map[string][]string{
 	"github.com/go-git/":          {"internal/gitops", "internal/forge/githubtest"},
 	"github.com/google/go-github": {"internal/forge", "internal/forge/githubtest"},
 	"go.opentelemetry.io/":        {"internal/telemetry"},
+	"github.com/landlock-lsm/":    {"internal/sandbox"},
+	"golang.org/x/sys/":           {"internal/sandbox", "internal/executor"},
 }
 
 // TestLayering holds every package to its place in the layering: a domain

@@ -55,7 +55,7 @@ func approvalAttacks(t *testing.T, secret string) {
 	side := filepath.Join(t.TempDir(), "side.log")
 	ci := &ciRun{t: t, srv: srv, env: map[string]string{
 		"GITHUB_TOKEN": srv.BotToken, "GITHUB_REPOSITORY": srv.Repository(), "GITHUB_API_URL": srv.URL,
-		"ASTRA_APPROVAL_SECRET": secret, "SIDE": side, "GITHUB_ACTIONS": "",
+		"ASTRA_APPROVAL_SECRET": secret, "SIDE": side, "ASTRA_SANDBOX_WRITABLE": filepath.Dir(side), "GITHUB_ACTIONS": "",
 	}}
 	runDue := func(now string) string {
 		t.Helper()

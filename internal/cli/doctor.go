@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,11 +14,21 @@ import (
 	"github.com/astra-gitops/astra/internal/forge"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/posture"
+	"github.com/astra-gitops/astra/internal/sandbox"
 )
 
-// sandboxCheck says whether the tool sandbox works on this machine; nil
-// until the sandbox is wired in, which makes the check unknown.
-var sandboxCheck func() error
+// sandboxCheck says whether the tool sandbox works on this machine (a
+// variable so tests can simulate a machine without it).
+var sandboxCheck = func() error {
+	abi, ok := sandbox.Available()
+	switch {
+	case ok:
+		return nil
+	case abi > 0:
+		return fmt.Errorf("Landlock ABI %d is here, but the sandbox is switched off (%s=off)", abi, sandbox.OffEnv)
+	}
+	return errors.New("the kernel has no Landlock (Linux 5.13 or later with the landlock LSM enabled): tools would run with the whole machine in reach")
+}
 
 // noTokenHint says how to give doctor a token.
 const noTokenHint = "run with a token: GITHUB_TOKEN=$(gh auth token) GITHUB_REPOSITORY=owner/repo astra doctor"

@@ -84,7 +84,7 @@ func secs(d time.Duration) string { return fmt.Sprintf("%g", d.Seconds()) }
 // GitHub variables of the machine running the tests).
 func (r *fanOutRepo) astra(dir string, args ...string) (string, int) {
 	cmd := exec.Command("astra", append([]string{"--repo", dir}, args...)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.dir, "TMPDIR=" + os.TempDir(), "SIDE=" + r.side,
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + r.dir, "TMPDIR=" + os.TempDir(), "SIDE=" + r.side, "ASTRA_SANDBOX_WRITABLE=" + r.side,
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -30,7 +30,7 @@ func killRuns(ts *testscript.TestScript, neg bool, args []string) {
 	step, err := time.ParseDuration(args[3])
 	ts.Check(err)
 	env := []string{"PATH=" + ts.Getenv("PATH"), "HOME=" + ts.Getenv("HOME"), "TMPDIR=" + ts.Getenv("TMPDIR"),
-		"SIDE=" + ts.Getenv("SIDE"), "GIT_CONFIG_NOSYSTEM=1"}
+		"SIDE=" + ts.Getenv("SIDE"), "ASTRA_SANDBOX_WRITABLE=" + ts.Getenv("ASTRA_SANDBOX_WRITABLE"), "GIT_CONFIG_NOSYSTEM=1"}
 	var log bytes.Buffer
 	for i := range n {
 		now := from.Add(time.Duration(i) * step).Format(time.RFC3339)

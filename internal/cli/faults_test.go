@@ -39,7 +39,11 @@ import (
 //
 // The kill points are a sweep of delays over a measured clean run; each
 // run's --now is 20 minutes after the last, so the claims of killed runs
-// are lost, and retried, in the runs that follow.
+// are lost, and retried, in the runs that follow. In the third repository
+// the tool also appends bytes to the ledger, run without its sandbox
+// (ASTRA_SANDBOX=off): astra cuts them wherever it is killed, so they never
+// reach a commit, and a run killed before it cut them leaves them as a torn
+// tail that the next run's --repair cuts.
 func TestFaultInjection(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the parent-death signal that stops a tool with astra is Linux's")
@@ -54,7 +58,7 @@ func TestFaultInjection(t *testing.T) {
 	for i := range repos {
 		t.Run(fmt.Sprintf("repo%d", i+1), func(t *testing.T) {
 			t.Parallel()
-			f := newFaultRig(t)
+			f := newFaultRig(t, i == 2)
 			f.run() // schedules created
 			f.run() // the first slot runs
 			runTime := f.run()
@@ -88,14 +92,18 @@ type faultRig struct {
 	lives        []life          // each astra process: when it started and ended
 	recorded     map[string]bool // run ids seen completed in the local ledger after a kill
 	killed       int
+	tamper       bool // the tool appends to the ledger, without its sandbox
 }
 
 type life struct{ start, end time.Time }
 
-func newFaultRig(t *testing.T) *faultRig {
+func newFaultRig(t *testing.T, tamper bool) *faultRig {
 	root := t.TempDir()
 	f := &faultRig{t: t, root: root, repo: filepath.Join(root, "repo"), remote: filepath.Join(root, "remote.git"),
-		side: filepath.Join(root, "side-effects"), now: time.Date(2026, 11, 22, 0, 0, 30, 0, time.UTC), recorded: map[string]bool{}}
+		side: filepath.Join(root, "side", "effects"), now: time.Date(2026, 11, 22, 0, 0, 30, 0, time.UTC), recorded: map[string]bool{}, tamper: tamper}
+	if err := os.Mkdir(filepath.Dir(f.side), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	gittest.Must(t, root, "init", "-q", "--bare", "-b", "main", f.remote)
 	gittest.Must(t, f.remote, "config", "receive.autogc", "false")
 	// A slow remote: every push waits in its pre-receive hook.
@@ -111,6 +119,9 @@ actors:
 `,
 		// Not idempotent: its side effect, last, outside the repository.
 		"effect.sh": "#!/bin/sh\nsleep 0.1\necho \"$ASTRA_RUN_ID $(date +%s%N)\" >> \"$SIDE\"\n",
+	}
+	if tamper {
+		files["effect.sh"] += "printf garbage >> var/schedules/2026-11.ndjson.gz\n"
 	}
 	gittest.Must(t, root, "init", "-q", "-b", "main", f.repo)
 	for name, data := range files {
@@ -133,8 +144,11 @@ actors:
 func (f *faultRig) start() (*exec.Cmd, *bytes.Buffer) {
 	f.t.Helper()
 	cmd := exec.Command("astra", "--repo", f.repo, "run-due", "--repair", "--now", f.now.Format(time.RFC3339))
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.root, "TMPDIR=" + os.TempDir(), "SIDE=" + f.side,
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.root, "TMPDIR=" + os.TempDir(), "SIDE=" + f.side, "ASTRA_SANDBOX_WRITABLE=" + filepath.Dir(f.side),
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull}
+	if f.tamper {
+		cmd.Env = append(cmd.Env, "ASTRA_SANDBOX=off")
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -28,12 +28,12 @@ func interruptRepo(t *testing.T, hook string) (clone, remote string) {
 - {id: quick, name: quick, cron: "0 2 * * *", target_tool: quick}
 `,
 		"policies/p.yaml": `tools:
-  slow: {kind: exec, command: [sh, slow.sh], tier: 0}
+  slow: {kind: exec, command: [sh, slow.sh], env: [SIDE], tier: 0}
   quick: {kind: exec, command: [echo, done], tier: 0}
 actors:
   - {actor: astra, scopes: ["*"], autonomy: L3}
 `,
-		"slow.sh": "touch started\nexec sleep 60\n",
+		"slow.sh": "touch \"$SIDE/started\"\nexec sleep 60\n",
 	} {
 		writeFile(t, filepath.Join(seed, name), []byte(body))
 	}
@@ -45,8 +45,13 @@ actors:
 	mustDo(t, os.Chmod(filepath.Join(remote, "hooks", "pre-receive"), 0o755))
 	clone = filepath.Join(root, "clone")
 	gittest.Must(t, root, "clone", "-q", "file://"+remote, clone)
+	mustDo(t, os.Mkdir(sideOf(clone), 0o755))
 	return clone, remote
 }
+
+// sideOf is where the tools of a clone of interruptRepo leave traces: a
+// directory outside the repository that their sandbox lets them write.
+func sideOf(clone string) string { return filepath.Join(filepath.Dir(clone), "side") }
 
 // interrupt runs astra in repo, sends sig once file exists, and returns
 // its exit status, stdout and stderr.
@@ -55,7 +60,7 @@ func interrupt(t *testing.T, repo, file string, sig os.Signal, args ...string) (
 	bin, err := exec.LookPath("astra")
 	mustDo(t, err)
 	cmd := exec.Command(bin, append([]string{"--repo", repo}, args...)...)
-	cmd.Env = gittest.Env()
+	cmd.Env = append(gittest.Env(), "SIDE="+sideOf(repo), "ASTRA_SANDBOX_WRITABLE="+sideOf(repo))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	mustDo(t, cmd.Start())
@@ -98,7 +103,7 @@ func TestInterruptDuringTool(t *testing.T) {
 		return out.String()
 	}
 	run("run-due", "--now", "2026-11-22T00:00:30Z")
-	code, stdout, stderr := interrupt(t, clone, filepath.Join(clone, "started"), os.Interrupt, "run-due", "--now", "2026-11-22T01:00:30Z")
+	code, stdout, stderr := interrupt(t, clone, filepath.Join(sideOf(clone), "started"), os.Interrupt, "run-due", "--now", "2026-11-22T01:00:30Z")
 	if code != errkind.ExitInterrupted {
 		t.Errorf("exit %d, want %d", code, errkind.ExitInterrupted)
 	}

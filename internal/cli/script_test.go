@@ -18,9 +18,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,6 +35,7 @@ import (
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/gittest"
 	"github.com/astra-gitops/astra/internal/identity"
+	"github.com/astra-gitops/astra/internal/sandbox"
 )
 
 // TestMain lets testscript run astra as a real process: the test binary
@@ -68,7 +72,24 @@ func TestScripts(t *testing.T) {
 					return fmt.Errorf("git %v: %v\n%s", argv, err, out)
 				}
 			}
+			// Tools leave the traces scripts count in $SIDE_DIR, outside
+			// every repository: their sandbox lets them write there and
+			// nowhere else but their own HOME and TMPDIR (and, from tier
+			// 1, the worktree, where what they do not declare is undone).
+			side := env.WorkDir + "-side"
+			if err := os.Mkdir(side, 0o755); err != nil {
+				return err
+			}
+			env.Setenv("SIDE_DIR", side)
+			env.Setenv("ASTRA_SANDBOX_WRITABLE", side)
 			return setupScriptEnv(env)
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond == "landlock" {
+				_, ok := sandbox.Available()
+				return ok, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"savetree":    saveTree,
@@ -90,6 +111,9 @@ func TestScripts(t *testing.T) {
 			"approverkey": approverKey,
 			"jwtissuer":   jwtIssuer,
 			"signtoken":   signToken,
+			"waitproc":    waitProc,
+			"gone":        gone,
+			"signal":      signalProcs,
 		},
 	})
 }
@@ -235,7 +259,8 @@ func parallel(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	fmt.Sscan(args[0], &n)
 	env := []string{"PATH=" + ts.Getenv("PATH"), "HOME=" + ts.Getenv("HOME"), "TMPDIR=" + ts.Getenv("TMPDIR"),
-		"SIDE=" + ts.Getenv("SIDE"), "GIT_CONFIG_NOSYSTEM=1"}
+		"SIDE=" + ts.Getenv("SIDE"), "SIDE_DIR=" + ts.Getenv("SIDE_DIR"), "ASTRA_SANDBOX_WRITABLE=" + ts.Getenv("ASTRA_SANDBOX_WRITABLE"),
+		"ASTRA_SANDBOX=" + ts.Getenv("ASTRA_SANDBOX"), "GIT_CONFIG_NOSYSTEM=1"}
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	codes := make([]int, n)
@@ -295,6 +320,69 @@ func waitFile(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	ts.Fatalf("%s did not appear", args[0])
+}
+
+// procsWith lists the pids of processes whose command line holds word
+// as one of its arguments.
+func procsWith(word string) []string {
+	var out []string
+	files, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err == nil && slices.Contains(strings.Split(string(b), "\x00"), word) {
+			out = append(out, filepath.Base(filepath.Dir(f)))
+		}
+	}
+	return out
+}
+
+// waitproc WORD: wait (up to 30 s) until a process runs with WORD as one of
+// its arguments (a tool's daemon: sleep 3133701).
+func waitProc(ts *testscript.TestScript, neg bool, args []string) {
+	for i := 0; i < 3000; i++ {
+		if len(procsWith(args[0])) > 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ts.Fatalf("no process with argument %s appeared", args[0])
+}
+
+// signal TERM|KILL WORD: send the signal to the processes with WORD as one
+// of their arguments (an astra run started in the background with
+// --only WORD).
+func signalProcs(ts *testscript.TestScript, neg bool, args []string) {
+	sig := map[string]syscall.Signal{"TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL}[args[0]]
+	pids := procsWith(args[1])
+	if sig == 0 || len(pids) == 0 {
+		ts.Fatalf("signal %s %s: no such signal or process", args[0], args[1])
+	}
+	for _, p := range pids {
+		pid, _ := strconv.Atoi(p)
+		ts.Check(syscall.Kill(pid, sig))
+	}
+}
+
+// gone WORD...: no process runs with any WORD as an argument, once the
+// dying have died (a killed process is gone within a few seconds).
+func gone(ts *testscript.TestScript, neg bool, args []string) {
+	for i := 0; ; i++ {
+		var left []string
+		for _, w := range args {
+			for _, pid := range procsWith(w) {
+				if b, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil && !strings.Contains(string(b[strings.LastIndexByte(string(b), ')')+1:]), " Z ") {
+					left = append(left, pid+" ("+w+")")
+				}
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if i == 500 {
+			ts.Fatalf("still running: %s", strings.Join(left, ", "))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // uniquelines FILE: no line of FILE appears twice.

@@ -34,6 +34,7 @@ const (
 func validate(root string, cfg *model.Config, policies bool, diags *diag.List) {
 	p := &cfg.Policies
 	validateTools(root, p, diags)
+	validateToolReach(root, cfg, diags)
 	validatePolicies(cfg, diags)
 	validateIdentity(cfg, diags)
 	validateTrust(cfg, diags)

@@ -18,6 +18,7 @@ import (
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/redact"
+	"github.com/astra-gitops/astra/internal/sandbox"
 )
 
 // Statuses of a Result.
@@ -69,6 +70,9 @@ type Request struct {
 	Getenv         func(string) string
 	OnWarning      func(Warning) // live, once per limit, at 80%
 	Rollback       *Rollback     // set when the tool is a compensating command
+	// Sandbox is the view an exec tool runs in (sandbox.Policy; the tool's
+	// own HOME and TMPDIR are added). Nil: no view, only no_new_privs.
+	Sandbox *sandbox.Policy
 }
 
 // Rollback names the run a compensating command undoes: its id

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -68,6 +69,41 @@ func TestExecHandsOverPayloadAndMinimalEnv(t *testing.T) {
 	if res.Usage.ToolCalls != 1 || res.Usage.Tokens == 0 || res.Usage.WallClockMS < 0 {
 		t.Errorf("usage %+v", res.Usage)
 	}
+}
+
+// TestInputsAndPrivateDirs: a payload too large for an environment
+// variable (Linux refuses one over 128 KiB) arrives on stdin and in the
+// file ASTRA_PAYLOAD_FILE names; the tool has a HOME and a TMPDIR of its
+// own, which are gone once it ran.
+func TestInputsAndPrivateDirs(t *testing.T) {
+	big := map[string]any{"text": strings.Repeat("x", 200<<10)}
+	res := New(Options{}).Run(context.Background(), Request{Tool: execTool("./inputs.sh"), Dir: testdir(t), Payload: big,
+		Getenv: envOf(map[string]string{"HOME": "/home/astra", "TMPDIR": "/tmp/astra"})})
+	n := len(payloadJSON(big))
+	for _, want := range []string{fmt.Sprintf("stdin: %d\n", n), fmt.Sprintf("file: %d\n", n), "env: 0\n"} {
+		if res.Status != StatusOK || !strings.Contains(res.Output, want) {
+			t.Fatalf("want %q: %+v", want, res)
+		}
+	}
+	home := between(res.Output, "home: ", "\n")
+	tmp := between(res.Output, "tmp: ", "\n")
+	if home == "/home/astra" || tmp == "/tmp/astra" || filepath.Dir(home) != filepath.Dir(tmp) || strings.Contains(res.Output, "cannot write") {
+		t.Fatalf("HOME %q, TMPDIR %q: not the tool's own\n%s", home, tmp, res.Output)
+	}
+	if _, err := os.Stat(filepath.Dir(home)); !os.IsNotExist(err) {
+		t.Fatalf("the tool's directory %s is still there (%v)", filepath.Dir(home), err)
+	}
+	small := map[string]any{"k": "v"}
+	res = New(Options{}).Run(context.Background(), Request{Tool: execTool("./inputs.sh"), Dir: testdir(t), Payload: small})
+	if !strings.Contains(res.Output, fmt.Sprintf("env: %d\n", len(payloadJSON(small)))) {
+		t.Fatalf("a small payload is in ASTRA_PAYLOAD too:\n%s", res.Output)
+	}
+}
+
+func between(s, from, to string) string {
+	_, s, _ = strings.Cut(s, from)
+	s, _, _ = strings.Cut(s, to)
+	return s
 }
 
 func TestExecFailureAndMissingCommand(t *testing.T) {

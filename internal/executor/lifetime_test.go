@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/astra-gitops/astra/internal/model"
 )
 
 // TestHelperAstra is not a test: TestToolDiesWithAstra runs the test
@@ -23,8 +25,8 @@ func TestHelperAstra(t *testing.T) {
 }
 
 // TestToolDiesWithAstra: astra killed with SIGKILL (no handler runs) while
-// a tool runs takes the tool (its parent-death signal) and the tool's own
-// children (the reaper) with it.
+// a tool runs takes the tool, the tool's own children and a daemon it
+// started in a session of its own with it (the reaper).
 func TestToolDiesWithAstra(t *testing.T) {
 	dir := t.TempDir()
 	astra := exec.Command(os.Args[0], "-test.run=^TestHelperAstra$")
@@ -88,5 +90,38 @@ func waitGone(t *testing.T, pid int) {
 			t.Fatalf("process %d outlived astra", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestDaemonLeftBehindIsStopped: a tool that exits 0 leaving a daemon in a
+// session of its own, which holds the tool's stdout, ran fine (its wall
+// clock stops when it exits, not when its stdout closes), and the daemon
+// does not outlive the run.
+func TestDaemonLeftBehindIsStopped(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "daemon.pid")
+	res := New(Options{KillGrace: 500 * time.Millisecond}).Run(context.Background(), Request{
+		Tool: execTool("./daemon.sh", pidFile), Dir: testdir(t), Budget: model.TaskBudget{MaxWallClock: model.Duration(3 * time.Second)}})
+	if res.Status != StatusOK || !strings.Contains(res.Output, "daemon started") {
+		t.Fatalf("%+v", res)
+	}
+	waitGone(t, waitPids(t, pidFile)[0])
+}
+
+// TestDaemonStoppedWhenCanceled: an interrupted astra (SIGTERM cancels the
+// run) stops a tool's daemon too.
+func TestDaemonStoppedWhenCanceled(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan Result)
+	go func() {
+		done <- New(Options{KillGrace: 200 * time.Millisecond}).Run(ctx, Request{Tool: execTool("./family.sh", dir), Dir: testdir(t)})
+	}()
+	pids := waitPids(t, filepath.Join(dir, "pids"))
+	cancel()
+	if res := <-done; res.Reason != ReasonCanceled {
+		t.Fatalf("%+v", res)
+	}
+	for _, pid := range pids {
+		waitGone(t, pid)
 	}
 }

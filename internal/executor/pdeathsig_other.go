@@ -7,4 +7,4 @@ import "syscall"
 // procAttr puts the tool in its own process group. Only Linux has a
 // parent-death signal; elsewhere the reaper alone stops a tool whose astra
 // died.
-func procAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+func procAttr(bool) *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

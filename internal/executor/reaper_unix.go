@@ -10,19 +10,24 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 )
 
 // The reaper makes sure nothing a tool started outlives astra. It is astra
 // itself, started once (the first time an exec tool runs) with reaperEnv
-// set, in a process group of its own, reading from a pipe the process
-// groups of the tools that are running ("+<pgid>" as one starts, "-<pgid>"
-// once it is gone). Only astra holds the pipe's write end (close-on-exec,
-// so tools do not inherit it): when astra exits in any way, SIGKILL and a
-// crash included, the reaper reads end of file, kills every group still
-// listed, and exits. The parent-death signal (Linux) stops the tool itself
-// at once; the reaper stops what the tool started.
+// set, in a process group of its own, reading from a pipe the tools that
+// are running ("+<pid> <dir>" as one starts: its process, which leads its
+// own group, and its private directory; "-<pid>" once it is gone). Only
+// astra holds the pipe's write end (close-on-exec, so tools do not inherit
+// it): when astra exits in any way, SIGKILL and a crash included, the
+// reaper reads end of file, stops every tool still listed with all its
+// descendants (on Linux a tool is a child subreaper, so even daemons in
+// sessions of their own are in its process tree while it lives), kills
+// them, removes their directories, and exits. Tools have no parent-death
+// signal while the reaper runs: a tool killed with astra would hand its
+// orphans to init before the reaper could find them.
 const reaperEnv = "ASTRA_INTERNAL_REAPER"
 
 func init() {
@@ -38,22 +43,36 @@ func init() {
 // its only way out.
 func reap(r io.Reader) {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	groups := map[int]bool{}
+	live := map[int]string{}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
 		if len(line) < 2 {
 			continue
 		}
-		pgid, err := strconv.Atoi(line[1:])
-		if err != nil || pgid <= 1 {
+		num, dir, _ := strings.Cut(line[1:], " ")
+		pid, err := strconv.Atoi(num)
+		if err != nil || pid <= 1 {
 			continue
 		}
-		groups[pgid] = line[0] == '+'
+		if line[0] == '+' {
+			live[pid] = dir
+		} else {
+			delete(live, pid)
+		}
 	}
-	for pgid, live := range groups {
-		if live {
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	var roots []int
+	for pid := range live {
+		_ = syscall.Kill(-pid, syscall.SIGSTOP)
+		roots = append(roots, pid)
+	}
+	for _, pid := range descendants(roots) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for pid, dir := range live {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		if dir != "" {
+			_ = os.RemoveAll(dir)
 		}
 	}
 }
@@ -64,26 +83,52 @@ var reaper struct {
 	w    *os.File // nil when the reaper could not be started
 }
 
-// watchGroup hands a running tool's process group to the reaper and
-// returns the call that takes it back. Without a reaper (it could not be
-// started) a tool still dies with astra through its parent-death signal,
-// but what it started may not.
-func watchGroup(pgid int) (release func()) {
+// kids are astra's children that are its own (the reaper, the tools it
+// started), as opposed to orphans it adopted as the child subreaper.
+// Starting a tool and sweeping orphans hold mu, so a tool that is
+// starting is never taken for an orphan.
+var kids struct {
+	mu   sync.Mutex
+	pids map[int]bool
+}
+
+// startTool starts cmd in its own process group, hands it to the reaper
+// with dir (the tool's own directory), and returns the call that takes it
+// back.
+func startTool(cmd *exec.Cmd, dir string) (release func(), err error) {
 	reaper.once.Do(startReaper)
-	send := func(op byte) {
+	cmd.SysProcAttr = procAttr(reaper.w == nil)
+	kids.mu.Lock()
+	err = cmd.Start()
+	if err == nil {
+		kids.pids[cmd.Process.Pid] = true
+	}
+	kids.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	pid := cmd.Process.Pid
+	send := func(line string) {
 		reaper.mu.Lock()
 		defer reaper.mu.Unlock()
 		if reaper.w != nil {
 			// One short write: atomic on a pipe. A reaper that died makes
 			// it fail (EPIPE), which changes nothing for the tool.
-			_, _ = fmt.Fprintf(reaper.w, "%c%d\n", op, pgid)
+			_, _ = io.WriteString(reaper.w, line)
 		}
 	}
-	send('+')
-	return func() { send('-') }
+	send(fmt.Sprintf("+%d %s\n", pid, strings.ReplaceAll(dir, "\n", "")))
+	return func() {
+		kids.mu.Lock()
+		delete(kids.pids, pid)
+		kids.mu.Unlock()
+		send(fmt.Sprintf("-%d\n", pid))
+	}, nil
 }
 
 func startReaper() {
+	kids.pids = map[int]bool{}
+	becomeSubreaper()
 	exe, err := os.Executable()
 	if err != nil {
 		return
@@ -101,6 +146,7 @@ func startReaper() {
 		w.Close()
 		return
 	}
+	kids.pids[cmd.Process.Pid] = true
 	go func() { _ = cmd.Wait() }() // it ends only after astra, or if someone kills it
 	reaper.w = w
 }

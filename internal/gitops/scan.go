@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 )
 
 // MaxScanFiles bounds a worktree scan: a checkout with more files than
@@ -39,6 +40,8 @@ type Snapshot struct {
 type stamp struct {
 	size  int64
 	mtime int64 // nanoseconds
+	ctime int64 // nanoseconds where the system has it: no one can set it back
+	ino   uint32
 	mode  fs.FileMode
 	racy  bool
 	sum   [sha256.Size]byte // of the content, for racy files only
@@ -71,7 +74,7 @@ func (r *Repo) Changes(before *Snapshot, skip ...string) ([]string, error) {
 		old, ok := before.files[p]
 		now := stampOf(fi)
 		switch {
-		case !ok, old.size != now.size || old.mtime != now.mtime || old.mode != now.mode:
+		case !ok, old.size != now.size || old.mtime != now.mtime || old.ctime != now.ctime || old.ino != now.ino || old.mode != now.mode:
 			out = append(out, p)
 		case old.racy && r.contentSum(p) != old.sum:
 			out = append(out, p)
@@ -91,7 +94,9 @@ func (r *Repo) Changes(before *Snapshot, skip ...string) ([]string, error) {
 }
 
 func stampOf(fi fs.FileInfo) stamp {
-	return stamp{size: fi.Size(), mtime: fi.ModTime().UnixNano(), mode: fi.Mode()}
+	var e index.Entry
+	fillStat(&e, fi)
+	return stamp{size: fi.Size(), mtime: fi.ModTime().UnixNano(), ctime: e.CreatedAt.UnixNano(), ino: e.Inode, mode: fi.Mode()}
 }
 
 // contentSum hashes a file (a symlink: its target); unreadable is zero.
@@ -166,4 +171,97 @@ func readIgnore(file string, domain []string) []gitignore.Pattern {
 		}
 	}
 	return ps
+}
+
+// ScanUnder is Scan of the files under the slash directory prefix
+// ("var/") alone, those git ignores included: astra's own files, which no
+// ignore rule of a tool's may hide.
+func (r *Repo) ScanUnder(prefix string) (*Snapshot, error) {
+	s := &Snapshot{files: map[string]stamp{}}
+	err := r.walkUnder(prefix, func(p string, fi fs.FileInfo) error {
+		s.files[p] = stampOf(fi)
+		return nil
+	})
+	return s, err
+}
+
+// ChangesUnder is Changes for a snapshot of ScanUnder.
+func (r *Repo) ChangesUnder(before *Snapshot, prefix string) ([]string, error) {
+	now, err := r.ScanUnder(prefix)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for p, st := range now.files {
+		if old, ok := before.files[p]; !ok || old != st {
+			out = append(out, p)
+		}
+	}
+	for p := range before.files {
+		if _, ok := now.files[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Restamp takes the files at paths into s as they are now (or out of it,
+// when they are gone): a writer s should not report wrote them.
+func (r *Repo) Restamp(s *Snapshot, paths ...string) {
+	for _, p := range paths {
+		if fi, err := os.Lstat(r.fsPath(p)); err == nil && !fi.IsDir() {
+			s.files[p] = stampOf(fi)
+		} else {
+			delete(s.files, p)
+		}
+	}
+}
+
+// walkUnder calls fn for every file (anything but a directory) under the
+// slash directory prefix.
+func (r *Repo) walkUnder(prefix string, fn func(p string, fi fs.FileInfo) error) error {
+	err := filepath.WalkDir(r.fsPath(prefix), func(full string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(r.dir, full)
+		return fn(filepath.ToSlash(rel), fi)
+	})
+	return err
+}
+
+// Has reports whether the scan saw path.
+func (s *Snapshot) Has(path string) bool {
+	_, ok := s.files[path]
+	return ok
+}
+
+// Size is the size the scan saw path at.
+func (s *Snapshot) Size(path string) (int64, bool) {
+	st, ok := s.files[path]
+	return st.size, ok
+}
+
+// Paths lists the files the scan saw, sorted.
+func (s *Snapshot) Paths() []string {
+	out := make([]string, 0, len(s.files))
+	for p := range s.files {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -514,5 +515,42 @@ func TestSpecialMatchesBytes(t *testing.T) {
 		if special(w) != want {
 			t.Fatalf("special(%q) = %v", b, !want)
 		}
+	}
+}
+
+// TestAppendCutsForeignBytes: bytes someone else appended after astra's
+// last member are overwritten and cut by the next append, and reported;
+// the log reads as astra wrote it. A file shorter than astra wrote it is
+// refused.
+func TestAppendCutsForeignBytes(t *testing.T) {
+	root := t.TempDir()
+	s := Open(root, 0)
+	var cuts []int64
+	s.Observe(func(_ string, _ int64, _ []byte, cut int64) { cuts = append(cuts, cut) })
+	tail := appendN(t, s, Tail{}, t0, 3)
+	file := filepath.Join(root, tail.Segment.Path)
+	for _, junk := range []string{"x", strings.Repeat("garbage", 1000)} {
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(junk)
+		f.Close()
+		tail = appendN(t, s, tail, t0, 2)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Size() != tail.Segment.Size {
+		t.Fatalf("file is %v bytes, astra wrote %d (%v)", fi.Size(), tail.Segment.Size, err)
+	}
+	if evs, rt, err := ReadAll(root, []Segment{tail.Segment}); err != nil || len(evs) != 7 || rt.Hash != tail.Hash {
+		t.Fatalf("read %d events (%v), want 7", len(evs), err)
+	}
+	if want := []int64{0, 1, 7000}; !slices.Equal(cuts, want) {
+		t.Fatalf("cuts reported %v, want %v", cuts, want)
+	}
+	if err := os.Truncate(file, 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(tail, tail.Segment, []*Event{{Event: RunCompleted, TS: t0}}); err == nil || !strings.Contains(err.Error(), "shorter than") {
+		t.Fatalf("append to a cut file: %v", err)
 	}
 }

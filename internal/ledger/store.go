@@ -50,7 +50,14 @@ type Store struct {
 	single      string // file name for a single-file log
 	segmentSize int64
 	noSync      bool
+	observe     func(path string, size int64, member []byte, cut int64)
 }
+
+// Observe has fn told of every member appended: the file, its size after
+// the append, the member's bytes, and how many bytes someone else had
+// appended since astra's last member, which the append cut. While tools
+// run, the runner keeps what astra wrote to tell it from what a tool wrote.
+func (s *Store) Observe(fn func(path string, size int64, member []byte, cut int64)) { s.observe = fn }
 
 // NoSync skips fsync after appends: only for generating test data, where
 // crash safety does not matter and a month of appends would wait on disk.
@@ -263,15 +270,35 @@ func (s *Store) AppendLines(seg Segment, lines []byte) (Segment, error) {
 	if err := zw.Close(); err != nil {
 		return seg, err
 	}
-	f, err := repofs.OpenFile(s.root, seg.Path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := repofs.OpenFile(s.root, seg.Path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		return seg, err
 	}
-	// One write: a crash leaves at most one partial member at the end,
-	// which Repair removes.
-	if _, err := f.Write(member.Bytes()); err != nil {
+	// The member goes where astra's last one ended, not wherever the file
+	// ends: bytes someone else appended since (a tool) are overwritten and
+	// cut, so they never end up inside the log, only ever after its last
+	// member, which Repair cuts as a torn tail.
+	fi, err := f.Stat()
+	if err != nil {
 		f.Close()
 		return seg, err
+	}
+	if fi.Size() < seg.Size {
+		f.Close()
+		return seg, fmt.Errorf("%s is %d bytes, shorter than the %d astra wrote: someone else changed it; restore it with `git checkout -- %s`", seg.Path, fi.Size(), seg.Size, seg.Path)
+	}
+	cut := fi.Size() - seg.Size
+	// One write: a crash leaves at most one partial member at the end,
+	// which Repair removes.
+	if _, err := f.WriteAt(member.Bytes(), seg.Size); err != nil {
+		f.Close()
+		return seg, err
+	}
+	if cut > 0 {
+		if err := f.Truncate(seg.Size + int64(member.Len())); err != nil {
+			f.Close()
+			return seg, err
+		}
 	}
 	if !s.noSync {
 		if err := f.Sync(); err != nil {
@@ -283,5 +310,8 @@ func (s *Store) AppendLines(seg Segment, lines []byte) (Segment, error) {
 		return seg, err
 	}
 	seg.Size += int64(member.Len())
+	if s.observe != nil {
+		s.observe(seg.Path, seg.Size, member.Bytes(), cut)
+	}
 	return seg, nil
 }

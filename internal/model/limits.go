@@ -34,6 +34,10 @@ const (
 	// each use of an alias counted again, so that aliases cannot multiply
 	// the work.
 	MaxYAMLValues = 500_000
+	// MaxPayloadBytes caps a schedule's payload, as JSON: tools get it in a
+	// file and on stdin (in ASTRA_PAYLOAD too up to 32 KiB), and approval
+	// pull requests show it.
+	MaxPayloadBytes = 256 << 10
 	// MaxFileErrors is how many problems are reported per file; decoding
 	// of a file stops after as many.
 	MaxFileErrors = 100

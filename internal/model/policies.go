@@ -1,6 +1,11 @@
 package model
 
-import "github.com/astra-gitops/astra/internal/money"
+import (
+	"path"
+	"strings"
+
+	"github.com/astra-gitops/astra/internal/money"
+)
 
 // Tool kinds.
 const (
@@ -51,7 +56,7 @@ type Tool struct {
 	RiskLevel          Risk              `yaml:"risk_level" json:"risk_level" doc:"low, medium or high."`
 	Rollback           []string          `yaml:"rollback" json:"rollback,omitempty" doc:"argv of a compensating command for 'astra rollback'."`
 	RunsOn             Labels            `yaml:"runs_on" json:"runs_on,omitempty" doc:"astra plan: GitHub Actions runner label(s) of the jobs that run this tool, unless the schedule names its own."`
-	Writes             []string          `yaml:"writes" json:"writes,omitempty" doc:"exec: repository paths the tool writes, as globs such as reports/** (* within a path segment, ** across); what it changes there is committed with its run, anything else it changes is reported and left alone."`
+	Writes             []string          `yaml:"writes" json:"writes,omitempty" doc:"exec: repository paths the tool writes, as globs such as reports/** (* within a path segment, ** across); what it changes there is committed with its run, anything else it changes is put back before the next tool runs and reported. Never astra's files, workflows, CODEOWNERS, files tools run or paths CODEOWNERS gives owners."`
 }
 
 // Declares reports whether the tool declares that it writes path (a slash
@@ -63,6 +68,19 @@ func (t *Tool) Declares(path string) bool {
 		}
 	}
 	return false
+}
+
+// RepoFiles are the repository files the tool runs: its command's and its
+// rollback's program, where those are repository paths (with a slash, not
+// absolute), cleaned.
+func (t *Tool) RepoFiles() []string {
+	var out []string
+	for _, argv := range [][]string{t.Command, t.Rollback} {
+		if len(argv) > 0 && strings.Contains(argv[0], "/") && !path.IsAbs(argv[0]) {
+			out = append(out, path.Clean(argv[0]))
+		}
+	}
+	return out
 }
 
 // TaskPolicy decides whether a task type may run without approval (seed 001).

@@ -45,7 +45,8 @@ func (p *probe) codeOwners() Check {
 		c.Fix = "astra init --owner @your-org/your-team (it appends the lines), or add them to .github/CODEOWNERS by hand"
 		return c
 	}
-	co, problems := codeowners.Parse(data)
+	co := codeowners.Parse(file, data)
+	problems := co.Skipped
 	var paths []string
 	for _, o := range owned {
 		if o.dir == "" {
@@ -59,7 +60,7 @@ func (p *probe) codeOwners() Check {
 	}
 	// The file GitHub uses, and every place that would take precedence
 	// over it if someone created it there.
-	for _, cand := range codeowners.Paths {
+	for _, cand := range codeowners.Files {
 		paths = append(paths, cand)
 		if cand == file {
 			break
@@ -74,7 +75,7 @@ func (p *probe) codeOwners() Check {
 			continue
 		}
 		seen[f] = true
-		if len(co.Owners(f)) == 0 {
+		if owners, _ := co.Owners(f); len(owners) == 0 {
 			missing = append(missing, f)
 		}
 	}
@@ -94,7 +95,7 @@ func (p *probe) codeOwners() Check {
 
 // findCodeOwners returns the CODEOWNERS file GitHub uses.
 func (p *probe) findCodeOwners() (string, []byte, error) {
-	for _, cand := range codeowners.Paths {
+	for _, cand := range codeowners.Files {
 		data, err := repofs.ReadFile(p.in.Root, cand, maxFileBytes)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -104,7 +105,7 @@ func (p *probe) findCodeOwners() (string, []byte, error) {
 		}
 		return cand, data, nil
 	}
-	return "", nil, fmt.Errorf("no CODEOWNERS file (%s): anyone who may merge can change what runs", strings.Join(codeowners.Paths, ", "))
+	return "", nil, fmt.Errorf("no CODEOWNERS file (%s): anyone who may merge can change what runs", strings.Join(codeowners.Files, ", "))
 }
 
 // filesUnder lists the regular files under dir (slash paths), at most
@@ -168,7 +169,7 @@ func (p *probe) repoFile(arg string) (string, bool) {
 }
 
 // ownerOf picks the owner to suggest: the one most rules name.
-func ownerOf(co codeowners.File) string {
+func ownerOf(co *codeowners.File) string {
 	count := map[string]int{}
 	best := "@OWNER"
 	for _, r := range co.Rules {

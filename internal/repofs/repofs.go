@@ -225,6 +225,9 @@ func WriteFile(root, rel string, data []byte) error {
 		}
 		tmp := name + ".tmp"
 		if err := r.WriteFile(tmp, data, 0o644); err != nil {
+			// A full disk leaves the new file empty or cut: it must not
+			// stay beside rel for a later commit to pick up.
+			_ = r.Remove(tmp)
 			return struct{}{}, err
 		}
 		if err := r.Rename(tmp, name); err != nil {

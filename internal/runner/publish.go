@@ -80,15 +80,20 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	if len(paths) == 0 {
 		return nil
 	}
+	if len(s.writes.running) > 0 {
+		s.checkOwn() // a tool still running may have changed astra's files
+	}
 	msg := s.commitMessage(phase)
 	if anchors := s.j.Anchors(); len(anchors) > 0 {
 		msg += "\n" + ledger.FormatAnchors(anchors)
 	}
-	hash, changed, err := g.Commit(msg, dedupe(paths)...)
+	paths = dedupe(paths)
+	hash, changed, err := g.Commit(msg, paths...)
 	if err != nil {
 		return errkind.Infraf("committing the ledger: %w", err)
 	}
 	s.j.Committed()
+	s.ownCommitted(paths)
 	if changed {
 		s.report.Commit, s.report.Pushed = hash, false
 	}
@@ -202,6 +207,7 @@ func (s *session) reapply(pending []*ledger.Event) error {
 		return errkind.Infraf("replaying the remote ledger: %w", err)
 	}
 	j := state.NewJournal(store, st, tail, s.r.opts.Clock, false)
+	j.Observe(s.ownWrote)
 	var keep []*ledger.Event
 	for _, e := range pending {
 		if redundant(st, e) {
@@ -349,9 +355,13 @@ func sanitizeRef(s string) string {
 	}, s)
 }
 
+// dedupe returns paths sorted, each once, in a new slice: paths may be a
+// list the session keeps (its tools' writes), which sorting and compacting
+// in place would reorder and blank at the tail.
 func dedupe(paths []string) []string {
-	slices.Sort(paths)
-	return slices.Compact(paths)
+	out := slices.Clone(paths)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // commitMessage summarises the run for `git log`.

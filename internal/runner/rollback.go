@@ -91,7 +91,9 @@ func (r *Runner) rollback(ctx context.Context, run string, id identity.Identity,
 		t.outcome.Action = ActionWouldRun
 		return s.report, nil
 	}
+	w := s.watchWrites(t)
 	res := r.exec.Run(ctx, req)
+	s.sortWrites(t, w, res)
 	t.outcome.setResult(res, r.tail)
 	kind, action := ledger.RollbackCompleted, ActionRan
 	if res.Status != executor.StatusOK {

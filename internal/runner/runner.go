@@ -144,6 +144,7 @@ type session struct {
 	touched []string          // files other than the journal's this run changed (token files)
 	dropped map[string]string // schedule id -> hash of the token file this run deleted
 	writes  writeLog          // what tools wrote (writes.go)
+	own     *own              // astra's files while tools run (ownfiles.go)
 	held    money.USD         // cost caps of the runs running now (under mu)
 	spills  []string          // spill refs merged by this run
 	fan     *fanOut           // astra plan: claims go to a job matrix, nothing runs here (fanout.go)
@@ -190,6 +191,7 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 		s.report.Warnings = append(s.report.Warnings, why)
 	}
 	s.j = state.NewJournal(store, st, tail, r.opts.Clock, r.opts.DryRun)
+	s.j.Observe(s.ownWrote)
 	return s, nil
 }
 

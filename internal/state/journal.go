@@ -121,6 +121,8 @@ type Journal struct {
 	held    []byte
 	heldSeg ledger.Segment
 	broken  error // a failed Flush: the state holds events the file may not, so nothing more is recorded
+
+	observe func(path string, size int64, data []byte, whole bool, cut int64) // see Observe
 }
 
 // NewJournal continues the ledger from tail. clock stamps events that have
@@ -143,6 +145,19 @@ func NewJournal(store *ledger.Store, st *State, tail ledger.Tail, clock func() t
 		{store: ledger.OpenApprovalLog(store.Root()), copy: approvals, only: func(ledger.Kind) bool { return false }},
 		{store: ledger.OpenDir(store.Root(), MemoryDir, 0), copy: func(k ledger.Kind) bool { return k == ledger.MemoryPurged || stored(k) }, only: stored},
 	}}
+}
+
+// Observe has fn told of every write to the logs and the snapshot's
+// files: the file, its size after the write, and the bytes written, all of
+// the file (whole) or appended to it; cut is how many bytes of someone
+// else's an append cut (see ledger.Store.Observe).
+func (j *Journal) Observe(fn func(path string, size int64, data []byte, whole bool, cut int64)) {
+	appended := func(path string, size int64, member []byte, cut int64) { fn(path, size, member, false, cut) }
+	j.store.Observe(appended)
+	for _, sd := range j.sides {
+		sd.store.Observe(appended)
+	}
+	j.observe = fn
 }
 
 // State is the state as of the last recorded event.

@@ -289,6 +289,9 @@ func (j *Journal) writeIfChanged(path string, data []byte) error {
 	if err := repofs.WriteFile(root, path, data); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	if j.observe != nil {
+		j.observe(path, int64(len(data)), data, true, 0)
+	}
 	j.files = append(j.files, path)
 	return nil
 }

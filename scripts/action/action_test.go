@@ -378,17 +378,22 @@ func TestInstallSnapshot(t *testing.T) {
 	}
 }
 
-// fakeAstra is an astra that prints each argument on its own line and
-// exits with $FAKE_EXIT.
+// fakeAstra is an astra that prints its pid and each argument on its own
+// line, records its exit status where the real one does, and exits with
+// $FAKE_EXIT.
 func fakeAstra(t *testing.T) string {
 	dir := t.TempDir()
-	script := "#!/bin/sh\nfor a in \"$@\"; do echo \"arg:$a\"; done\nexit \"${FAKE_EXIT:-0}\"\n"
+	script := "#!/bin/sh\necho \"pid:$$\"\nfor a in \"$@\"; do echo \"arg:$a\"; done\n" +
+		"[ -z \"$ASTRA_EXIT_STATUS_OUTPUT\" ] || echo \"exit_status=${FAKE_EXIT:-0}\" >> \"$ASTRA_EXIT_STATUS_OUTPUT\"\nexit \"${FAKE_EXIT:-0}\"\n"
 	if err := os.WriteFile(filepath.Join(dir, "astra"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return dir
 }
 
+// runStep runs the action's astra step; out is what astra printed, less a
+// fake astra's pid line, which must be the step's own pid: the script
+// execs astra rather than waiting for it.
 func runStep(t *testing.T, bindir string, env ...string) (out, output string, code int) {
 	work := t.TempDir()
 	// Files a glob in the arguments would expand to.
@@ -407,7 +412,14 @@ func runStep(t *testing.T, bindir string, env ...string) (out, output string, co
 		t.Fatal(err)
 	}
 	o, _ := os.ReadFile(outFile)
-	return string(b), string(o), code
+	out = string(b)
+	if pid, rest, ok := strings.Cut(out, "\n"); ok && strings.HasPrefix(pid, "pid:") {
+		if want := fmt.Sprintf("pid:%d", cmd.Process.Pid); pid != want {
+			t.Errorf("astra ran as %s under the step's shell (%s): run.sh must exec it", pid, want)
+		}
+		out = rest
+	}
+	return out, string(o), code
 }
 
 func TestRunArguments(t *testing.T) {

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs astra for the GitHub Action (action.yml) and records its exit status
-# as the step output exit_status.
+# Runs astra for the GitHub Action (action.yml). astra replaces this shell
+# (exec): no shell holding the step's environment (its secrets) stays
+# around while tools run, so astra itself appends its exit status to
+# $GITHUB_OUTPUT as the step output exit_status.
 #
 # ASTRA_COMMAND ("run-due", "ledger verify") and ASTRA_ARGS ("--limit 20
 # --shard 1/4") are split into words at whitespace, never glob-expanded: an
@@ -21,7 +23,5 @@ if [ "${ASTRA_DRY_RUN_INPUT:-false}" = true ]; then
 	args=(--dry-run ${args[@]+"${args[@]}"})
 fi
 
-status=0
-astra "${command[@]}" ${args[@]+"${args[@]}"} || status=$?
-echo "exit_status=$status" >>"${GITHUB_OUTPUT:-/dev/null}"
-exit "$status"
+export ASTRA_EXIT_STATUS_OUTPUT="${GITHUB_OUTPUT:-}"
+exec astra "${command[@]}" ${args[@]+"${args[@]}"}
