@@ -301,13 +301,13 @@ func (j *Journal) Flush() error {
 		return j.broken
 	}
 	if len(j.held) > 0 {
-		seg, err := j.store.AppendLines(j.heldSeg, j.held)
+		seg, seal, err := j.store.AppendLines(j.heldSeg, j.held)
 		if err != nil {
 			j.broken = fmt.Errorf("writing the run's decisions to %s: %w", j.heldSeg.Path, err)
 			return j.broken
 		}
 		j.held = j.held[:0]
-		j.tail.Segment = seg
+		j.tail.Segment, j.tail.Seal = seg, string(seal)
 	}
 	for _, sd := range j.sides {
 		if len(sd.held) == 0 {
