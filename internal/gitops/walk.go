@@ -93,7 +93,9 @@ func (r *Repo) NewestSealed(ctx context.Context) (*SealedWalk, error) {
 		}
 		f := Foreign{Commit: h.String(), Author: c.Author.Name + " <" + c.Author.Email + ">", When: c.Author.When.UTC(), Subject: subject(c.Message)}
 		if len(c.ParentHashes) == 0 {
-			f.Changed, err = r.sealedChanges(plumbing.ZeroHash, c.TreeHash)
+			if f.Changed, err = r.sealedChanges(plumbing.ZeroHash, c.TreeHash); err != nil {
+				return nil, err
+			}
 			w.After = append(w.After, f)
 			break
 		}

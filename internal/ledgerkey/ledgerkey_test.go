@@ -204,3 +204,28 @@ func TestCommitSeals(t *testing.T) {
 		t.Fatalf("copied seal: %+v %v", w, err)
 	}
 }
+
+// BenchmarkMemberSeal: what sealing one member costs an append, and what
+// checking one costs a reader (a sealed replay checks one per scan).
+func BenchmarkMemberSeal(b *testing.B) {
+	l := newKeys(b).Ledger()
+	const file, hash = "var/schedules/2026-11.ndjson.gz", "4bf92f3577b34da6a3ce929d0e0e47364bf92f3577b34da6a3ce929d0e0e4736"
+	sig, err := l.Sign(file, hash)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("sign", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := l.Sign(file, hash); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("check", func(b *testing.B) {
+		for b.Loop() {
+			if err := l.Check(file, hash, sig); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
