@@ -158,7 +158,7 @@ func BenchmarkCommitSealed(b *testing.B) {
 			return "Astra-Seal: " + base64.StdEncoding.EncodeToString(sig), err
 		}}
 	for _, sealed := range []bool{false, true} {
-		b.Run(map[bool]string{false: "unsealed", true: "sealed"}[sealed], func(b *testing.B) {
+		b.Run(fmt.Sprintf("sealed=%v", sealed), func(b *testing.B) {
 			dir := bigRepo(b)
 			for m := range 300 {
 				writeFile(b, dir, fmt.Sprintf("var/schedules/%04d-%02d.%03d.ndjson.gz", 2000+m/60, 1+m/5%12, m%5), fmt.Sprintf("segment %d\n", m))

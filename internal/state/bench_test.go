@@ -41,8 +41,8 @@ func BenchmarkReplay1MSealed(b *testing.B) {
 		b.Fatal(err)
 	}
 	store := ledger.Open(root, 0).Sealed(keys.Ledger())
-	b.Run("unsealed-read", func(b *testing.B) { benchReplay(b, store.Unsealed(), tail.TS.Add(time.Minute)) })
-	b.Run("sealed", func(b *testing.B) { benchReplay(b, store, tail.TS.Add(time.Minute)) })
+	b.Run("read=unsealed", func(b *testing.B) { benchReplay(b, store.Unsealed(), tail.TS.Add(time.Minute)) })
+	b.Run("read=sealed", func(b *testing.B) { benchReplay(b, store, tail.TS.Add(time.Minute)) })
 }
 
 func benchReplay(b *testing.B, store *ledger.Store, now time.Time) {
