@@ -74,7 +74,9 @@ type ScanOptions struct {
 	// head).
 	Resume Tail
 	// Until stops the scan after the line with this seq (0: at the end);
-	// no later event reaches fn.
+	// no later event reaches fn, and the tail returned is not one to
+	// append to. In a sealed scan it is a line a seal covers (the
+	// UnsealedError's Sealed): events still held back there are dropped.
 	Until int64
 	// Seals makes the scan sealed (see UnsealedError): events of members
 	// after the last seal are held back from fn, and the newest seal is
