@@ -165,7 +165,7 @@ func TestNewestSealedDeepens(t *testing.T) {
 	for i := range 6 {
 		gitCmd(t, seed, "commit", "-q", "--allow-empty", "-m", fmt.Sprint("edit ", i))
 	}
-	foreign(t, seed, "the ledger, rewritten", map[string]string{ledger: "forged\n"})
+	foreign(t, seed, "the ledger, rewritten", map[string]string{ledger: "forged, longer\n"})
 	gitCmd(t, seed, "push", "-q", "origin", "main")
 	defer func(steps []int) { deepenSteps = steps }(deepenSteps)
 	deepenSteps = []int{3, 6, 9, math.MaxInt32} // (50, 200, 1000, all) made small
