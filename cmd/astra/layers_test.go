@@ -37,6 +37,7 @@ var layers = map[string][]string{
 	"internal/model":             {"internal/cron", "internal/diag", "internal/money"},
 	"internal/config":            {"internal/codeowners", "internal/cron", "internal/diag", "internal/model", "internal/money", "internal/redact", "internal/repofs", "internal/seal"},
 	"internal/state":             {"internal/ledger", "internal/money", "internal/repofs"},
+	"internal/ledgerkey":         {"internal/gitops", "internal/ledger", "internal/model", "internal/seal"},
 	"internal/ledger/ledgertest": {"internal/ledger", "internal/money"},
 	"internal/forge/githubtest":  {},
 	"internal/gate":              {"internal/ledger", "internal/model", "internal/money", "internal/state"},

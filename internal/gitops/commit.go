@@ -20,8 +20,9 @@ const skipCI = "[skip ci]"
 // scan, no hashing of other files. When the branch is checked out, the index
 // entries of those paths are updated too so `git status` stays clean; in
 // state-branch mode HEAD and the index are not touched. The message gets
-// "[skip ci]" appended unless it has it. changed is false (and hash the
-// current tip) when the files already match the tip.
+// "[skip ci]" appended unless it has it, and with Options.Sealing the
+// seal's trailer line after it. changed is false (and hash the current
+// tip) when the files already match the tip.
 //
 // The index lock is taken before the branch moves: when another process
 // holds it the error wraps ErrLocked and nothing is committed. Only when
@@ -92,9 +93,12 @@ func (r *Repo) Commit(msg string, paths ...string) (hash string, changed bool, e
 		}
 		defer lock.release()
 	}
+	if msg, err = r.seal(withSkipCI(msg), r.branch.Short(), parent, tree); err != nil {
+		return "", false, err
+	}
 	now := r.opts.Now()
 	sig := object.Signature{Name: r.opts.AuthorName, Email: r.opts.AuthorEmail, When: now}
-	c := &object.Commit{Author: sig, Committer: sig, Message: withSkipCI(msg), TreeHash: tree}
+	c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree}
 	if !parent.IsZero() {
 		c.ParentHashes = []plumbing.Hash{parent}
 	}

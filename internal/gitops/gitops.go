@@ -101,6 +101,10 @@ type Options struct {
 	// process uses was left by a process that is gone, and is removed
 	// (see Repo.Warnings).
 	Started time.Time
+	// Sealing, when set (a sealed ledger), seals every commit astra makes
+	// (Commit, PushSpill, PushFiles) and checks the seals NewestSealed
+	// and Behind read.
+	Sealing *Sealing
 }
 
 // Repo is an open repository. It is not safe for concurrent use.

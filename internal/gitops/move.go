@@ -115,7 +115,8 @@ func (r *Repo) filesAt(h plumbing.Hash, paths []string) ([]fileChange, error) {
 // parent's), and pushes it to branch only while the remote's branch is
 // still at parent: a compare-and-swap that fails with ErrRejected when it
 // moved (or, for "", exists). Local branches, the index and the worktree
-// are left alone. It returns the new commit.
+// are left alone. With Options.Sealing the commit is sealed for branch.
+// It returns the new commit.
 func (r *Repo) PushFiles(ctx context.Context, branch, parent string, paths []string, files map[string][]byte, msg string) (string, error) {
 	ref, err := branchRef(branch)
 	if err != nil {
@@ -157,8 +158,11 @@ func (r *Repo) PushFiles(ctx context.Context, branch, parent string, paths []str
 	if err != nil {
 		return "", fmt.Errorf("push files: %w", err)
 	}
+	if msg, err = r.seal(withSkipCI(msg), branch, base, tree); err != nil {
+		return "", err
+	}
 	sig := object.Signature{Name: r.opts.AuthorName, Email: r.opts.AuthorEmail, When: r.opts.Now()}
-	c := &object.Commit{Author: sig, Committer: sig, Message: withSkipCI(msg), TreeHash: tree}
+	c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree}
 	if !base.IsZero() {
 		c.ParentHashes = []plumbing.Hash{base}
 	}

@@ -16,8 +16,33 @@ import (
 // whose commits the next run could not see and dropped. With old set, the
 // ref must still point at old (zero: not exist), checked under the lock.
 // A lock a killed run left is removed as the index's is (removeStaleLock).
-func (r *Repo) setRef(ref plumbing.ReferenceName, h plumbing.Hash, old *plumbing.Hash) (err error) {
+func (r *Repo) setRef(ref plumbing.ReferenceName, h plumbing.Hash, old *plumbing.Hash) error {
 	final := filepath.Join(r.commonDir, filepath.FromSlash(ref.String()))
+	return r.writeLocked(final, []byte(h.String()+"\n"), func() error {
+		if old == nil {
+			return nil
+		}
+		cur := plumbing.ZeroHash
+		switch got, err := r.st.Reference(ref); {
+		case errors.Is(err, plumbing.ErrReferenceNotFound):
+		case err != nil:
+			return err
+		default:
+			cur = got.Hash()
+		}
+		if cur != *old {
+			return fmt.Errorf("%s changed while astra was writing it: another process is using this repository", ref.Short())
+		}
+		return nil
+	})
+}
+
+// writeLocked replaces the file final in the git dir with data as git
+// writes its files: data goes to <final>.lock, created exclusively, which
+// is renamed over final; check runs while the lock is held and stops the
+// write with its error. A lock a killed run left is removed as the
+// index's is (removeStaleLock); a live one is ErrLocked.
+func (r *Repo) writeLocked(final string, data []byte, check func() error) (err error) {
 	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
 		return err
 	}
@@ -44,20 +69,12 @@ func (r *Repo) setRef(ref plumbing.ReferenceName, h plumbing.Hash, old *plumbing
 			_ = os.Remove(lock)
 		}
 	}()
-	if old != nil {
-		cur := plumbing.ZeroHash
-		switch got, err := r.st.Reference(ref); {
-		case errors.Is(err, plumbing.ErrReferenceNotFound):
-		case err != nil:
+	if check != nil {
+		if err := check(); err != nil {
 			return err
-		default:
-			cur = got.Hash()
-		}
-		if cur != *old {
-			return fmt.Errorf("%s changed while astra was writing it: another process is using this repository", ref.Short())
 		}
 	}
-	if _, err := f.WriteString(h.String() + "\n"); err != nil {
+	if _, err := f.Write(data); err != nil {
 		return err
 	}
 	if err := f.Close(); err != nil {

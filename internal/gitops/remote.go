@@ -448,8 +448,9 @@ func spillRef(name string) (plumbing.ReferenceName, error) {
 
 // PushSpill pushes files (slash paths to contents) as one parentless commit
 // to a new ref refs/heads/astra/spill/<name>, so that work a run could not
-// push to the branch is not lost. The name must be unique: an existing
-// spill of that name is an error (wrapping ErrRejected).
+// push to the branch is not lost; with Options.Sealing the commit is
+// sealed for branch astra/spill/<name>. The name must be unique: an
+// existing spill of that name is an error (wrapping ErrRejected).
 func (r *Repo) PushSpill(ctx context.Context, name string, files map[string][]byte, msg string) error {
 	ref, err := spillRef(name)
 	if err != nil {
@@ -474,9 +475,12 @@ func (r *Repo) PushSpill(ctx context.Context, name string, files map[string][]by
 	if err != nil {
 		return err
 	}
+	if msg, err = r.seal(withSkipCI(msg), strings.TrimPrefix(ref.String(), "refs/heads/"), plumbing.ZeroHash, tree); err != nil {
+		return err
+	}
 	sig := object.Signature{Name: r.opts.AuthorName, Email: r.opts.AuthorEmail, When: r.opts.Now()}
 	obj := r.st.NewEncodedObject()
-	if err := (&object.Commit{Author: sig, Committer: sig, Message: withSkipCI(msg), TreeHash: tree}).Encode(obj); err != nil {
+	if err := (&object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree}).Encode(obj); err != nil {
 		return err
 	}
 	commit, err := r.st.SetEncodedObject(obj)

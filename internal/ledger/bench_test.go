@@ -183,7 +183,16 @@ func BenchmarkGunzipSerial(b *testing.B) {
 
 // BenchmarkAppend100 appends a run's worth of events (100) to the
 // 1M-event ledger: the cost must not depend on the month's size.
-func BenchmarkAppend100(b *testing.B) {
+func BenchmarkAppend100(b *testing.B) { benchAppend100(b, nil) }
+
+// BenchmarkAppend100Sealed is the same append to a sealed ledger: the
+// member is sealed with an Ed25519 ledger key.
+func BenchmarkAppend100Sealed(b *testing.B) {
+	keys, _ := newKeys(b)
+	benchAppend100(b, keys.Ledger())
+}
+
+func benchAppend100(b *testing.B, seals *ledger.Seals) {
 	root, segs := big(b)
 	// Work on a copy of the last segment only: that is all an append touches.
 	dir := b.TempDir()
@@ -199,7 +208,7 @@ func BenchmarkAppend100(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	store := ledger.Open(dir, 1<<40) // never roll over: measure appends to a big file
+	store := ledger.Open(dir, 1<<40).Sealed(seals) // never roll over: measure appends to a big file
 	now := tail.TS
 	evs := make([]*ledger.Event, 100)
 	b.ResetTimer()

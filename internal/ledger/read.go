@@ -27,6 +27,7 @@ const (
 	ProblemChain     = "chain"     // prev is not the hash of the previous line
 	ProblemAnchor    = "anchor"    // a line differs from what a commit anchored
 	ProblemResume    = "resume"    // the line a scan resumes after is not the one it was given
+	ProblemSeal      = "seal"      // a sealed ledger's seal does not verify, or a member lacks one
 )
 
 // CorruptError points at the first bad line of a ledger.
@@ -68,8 +69,27 @@ type ScanOptions struct {
 	SkipOutput bool
 	// Resume continues after a known line (a state snapshot's chain head):
 	// the line with seq Resume.Seq must be in the first segment and hash
-	// to Resume.Hash, and only the events after it reach fn.
+	// to Resume.Hash, and only the events after it reach fn. In a sealed
+	// scan the caller vouches for it as for a seal (a sealed snapshot's
+	// head).
 	Resume Tail
+	// Until stops the scan after the line with this seq (0: at the end);
+	// no later event reaches fn, and the tail returned is not one to
+	// append to. In a sealed scan it is a line a seal covers (the
+	// UnsealedError's Sealed): events still held back there are dropped.
+	Until int64
+	// Seals makes the scan sealed (see UnsealedError): events of members
+	// after the last seal are held back from fn, and the newest seal is
+	// checked once, when the scan ends, since it covers every line before
+	// it through the chain (set Verify too). Events a seal covers are
+	// passed on when its member ends. A newest seal made with a key that
+	// is not listed is a *CorruptError of kind ProblemSeal.
+	Seals *Seals
+	// EverySeal is `ledger verify`'s rule for a sealed scan instead:
+	// from the first sealed member on, every member must be sealed and
+	// its seal must verify; the first that is not is a *CorruptError of
+	// kind ProblemSeal. Nothing is held back.
+	EverySeal bool
 }
 
 const (
@@ -87,7 +107,22 @@ var batches = sync.Pool{New: func() any { s := make([]Event, 0, batchSize); retu
 type batch struct {
 	events []Event
 	buf    *[]Event // the pooled slice events came from
+	marks  []mark   // a sealed scan's member boundaries among events
 	err    error
+}
+
+// mark is where a gzip member starts or ends, before events[at] of its
+// batch.
+type mark struct {
+	at    int
+	start bool
+	off   int64  // the member's first byte (start) or the byte after it (end)
+	line  int    // start: the first line that can end in it; end: the last that did
+	seal  []byte // start: its seal
+	seq   int64  // end: seq of the file's last line so far
+	hash  string // end: chain hash of that line
+	ts    int64  // end: its ts
+	check error  // end, EverySeal: Check's verdict on its seal
 }
 
 func newBatch() batch {
@@ -110,8 +145,17 @@ type segmentResult struct {
 	lastSeq   int64
 	lastHash  string
 	lastTS    int64 // unix seconds
+	lastSeal  []byte
 	lines     int
 	resumed   bool // the line to resume after was found
+}
+
+// segOpts is what the worker reading one file needs of ScanOptions.
+type segOpts struct {
+	verify, skipOutput bool
+	resume             Tail
+	seals              *Seals // a sealed scan: mark members
+	every              bool
 }
 
 // Scan decodes segs in order and calls fn for every event, in ledger order.
@@ -147,15 +191,15 @@ func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error
 			case <-stop:
 				return
 			}
-			verify := opts.Verify || i >= len(jobs)-opts.VerifyLast
-			var resume Tail
+			so := segOpts{verify: opts.Verify || i >= len(jobs)-opts.VerifyLast, skipOutput: opts.SkipOutput,
+				seals: opts.Seals, every: opts.EverySeal}
 			if i == 0 {
-				resume = opts.Resume
+				so.resume = opts.Resume
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				readSegment(root, j.seg, verify, opts.SkipOutput, resume, j.out, &j.result, stop)
+				readSegment(root, j.seg, so, j.out, &j.result, stop)
 			}()
 		}
 	}()
@@ -165,11 +209,28 @@ func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error
 	}()
 
 	tail := opts.After
+	var ss *sealScan
+	if opts.Seals != nil {
+		ss = &sealScan{seals: opts.Seals, every: opts.EverySeal, fn: fn}
+		if opts.Resume.Seq > 0 {
+			ss.resume, ss.vouched = opts.Resume.Seq, true
+		}
+	}
+	pass := fn
+	if ss != nil {
+		pass = ss.event
+	}
 	for _, j := range jobs {
 		first := true
 		line := 0
 		for b := range j.out {
+			m := 0
 			for i := range b.events {
+				for ; m < len(b.marks) && b.marks[m].at == i; m++ {
+					if err := ss.mark(j.seg, &b.marks[m]); err != nil {
+						return tail, err
+					}
+				}
 				e := &b.events[i]
 				line++
 				if first {
@@ -185,12 +246,20 @@ func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error
 						}
 					}
 				}
+				if opts.Until > 0 && e.Seq > opts.Until {
+					return tail, nil
+				}
 				if e.Seq > opts.Resume.Seq {
-					if err := fn(e); err != nil {
+					if err := pass(e); err != nil {
 						return tail, err
 					}
 				}
 				tail.Seq = e.Seq
+			}
+			for ; m < len(b.marks); m++ {
+				if err := ss.mark(j.seg, &b.marks[m]); err != nil {
+					return tail, err
+				}
 			}
 			if b.err != nil {
 				if ce, ok := b.err.(*CorruptError); ok && j == jobs[len(jobs)-1] {
@@ -207,17 +276,38 @@ func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error
 		}
 		if j.result.lines > 0 {
 			tail.Seq, tail.Hash = j.result.lastSeq, j.result.lastHash
-			tail.TS = time.Unix(j.result.lastTS, 0).UTC()
+			tail.TS = unixUTC(j.result.lastTS)
+			tail.Seal = string(j.result.lastSeal)
 		}
 		tail.Segment = j.seg
+	}
+	if ss != nil {
+		return ss.finish(tail)
 	}
 	return tail, nil
 }
 
+func unixUTC(sec int64) time.Time { return time.Unix(sec, 0).UTC() }
+
+// countReader counts the bytes read through it: with what a bufio.Reader
+// above it still buffers, where the reader is in the file.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
 // readSegment decodes one file into batches on out, then closes out. res is
-// written before out is closed. The line with seq resume.Seq (if any) must
-// hash to resume.Hash.
-func readSegment(root string, seg Segment, verify, skipOutput bool, resume Tail, out chan<- batch, res *segmentResult, stop <-chan struct{}) {
+// written before out is closed. The line with seq o.resume.Seq (if any)
+// must hash to o.resume.Hash. The file's gzip members are read one by one
+// (their headers hold seals); a line may run on from one member into the
+// next, as a multistream reader would read it.
+func readSegment(root string, seg Segment, o segOpts, out chan<- batch, res *segmentResult, stop <-chan struct{}) {
 	defer close(out)
 	send := func(b batch) bool {
 		select {
@@ -237,22 +327,41 @@ func readSegment(root string, seg Segment, verify, skipOutput bool, resume Tail,
 		return
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(bufio.NewReaderSize(f, 256<<10))
-	if err != nil {
+	file := &countReader{r: f}
+	src := bufio.NewReaderSize(file, 256<<10)
+	var zr gzip.Reader
+	if err := zr.Reset(src); err != nil {
 		fail(batch{}, 1, gzipKind(err), "%v", err)
 		return
 	}
-	br := bufio.NewReaderSize(zr, 256<<10)
+	zr.Multistream(false)
+	br := bufio.NewReaderSize(&zr, 256<<10)
 	dec := newDecoder()
-	dec.SkipOutput = skipOutput
+	dec.SkipOutput = o.skipOutput
+	verify, resume := o.verify, o.resume
 	var (
 		b        = newBatch()
-		long     []byte // a line longer than the buffer
+		long     []byte // a line longer than the buffer, or run on from the last member
 		prevHash [sha256.Size]byte
 		last     []byte
 		lineNo   int
 		hexBuf   [2 * sha256.Size]byte
+		seal     = sealOf(zr.Header.Extra) // of the member being read
+		lines    int                       // lines that ended in it
 	)
+	// lastHash is the chain hash of the file's last line so far.
+	lastHash := func() string {
+		switch {
+		case lineNo == 0:
+			return ""
+		case verify:
+			return hex.EncodeToString(prevHash[:])
+		}
+		return lineHash(last)
+	}
+	if o.seals != nil {
+		b.marks = append(b.marks, mark{start: true, line: 1, seal: seal})
+	}
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -263,12 +372,48 @@ func readSegment(root string, seg Segment, verify, skipOutput bool, resume Tail,
 			long = append(long, chunk...)
 			continue
 		}
-		if err != nil && !errors.Is(err, io.EOF) {
+		if errors.Is(err, io.EOF) {
+			// The member ends; a line it does not finish runs on into the
+			// next one.
+			if len(long)+len(chunk) > MaxLine {
+				fail(b, lineNo+1, ProblemJSON, "line longer than %d bytes", MaxLine)
+				return
+			}
+			long = append(long, chunk...)
+			end := file.n - int64(src.Buffered())
+			if lines > 0 {
+				res.lastSeal = seal
+			}
+			if o.seals != nil {
+				m := mark{at: len(b.events), off: end, line: lineNo, seq: res.lastSeq, hash: lastHash(), ts: res.lastTS}
+				if o.every && len(seal) > 0 {
+					m.check = o.seals.Check(seg.Path, m.hash, seal)
+				}
+				b.marks = append(b.marks, m)
+			}
+			next := zr.Reset(src)
+			if errors.Is(next, io.EOF) {
+				if len(long) > 0 {
+					fail(b, lineNo+1, ProblemTruncated, "the last line has no newline: the file was cut short")
+					return
+				}
+				break
+			}
+			if next != nil {
+				fail(b, lineNo+1, gzipKind(next), "%v", next)
+				return
+			}
+			zr.Multistream(false)
+			br.Reset(&zr)
+			seal, lines = sealOf(zr.Header.Extra), 0
+			if o.seals != nil {
+				b.marks = append(b.marks, mark{at: len(b.events), start: true, off: end, line: lineNo + 1, seal: seal})
+			}
+			continue
+		}
+		if err != nil {
 			fail(b, lineNo+1, gzipKind(err), "%v", err)
 			return
-		}
-		if len(chunk) == 0 && len(long) == 0 {
-			break
 		}
 		line := chunk
 		if long != nil {
@@ -276,10 +421,7 @@ func readSegment(root string, seg Segment, verify, skipOutput bool, resume Tail,
 			long = nil
 		}
 		lineNo++
-		if line[len(line)-1] != '\n' {
-			fail(b, lineNo, ProblemTruncated, "the last line has no newline: the file was cut short")
-			return
-		}
+		lines++
 		line = line[:len(line)-1]
 		b.events = append(b.events, Event{})
 		e := &b.events[len(b.events)-1]
@@ -328,17 +470,12 @@ func readSegment(root string, seg Segment, verify, skipOutput bool, resume Tail,
 			}
 			b = newBatch()
 		}
-		if errors.Is(err, io.EOF) {
-			break
-		}
 	}
 	res.lines = lineNo
-	if verify {
-		res.lastHash = hex.EncodeToString(prevHash[:])
-	} else if lineNo > 0 {
-		res.lastHash = lineHash(last)
+	if lineNo > 0 {
+		res.lastHash = lastHash()
 	}
-	if len(b.events) > 0 {
+	if len(b.events) > 0 || len(b.marks) > 0 {
 		send(b)
 	}
 }

@@ -124,9 +124,11 @@ var ErrNotRepairable = errors.New("astra will not cut it")
 // Repair cuts a torn tail off the newest ledger file: its last gzip member,
 // when the file ends inside it (a run killed while appending leaves a
 // partial member). Complete lines of that member that still decode and
-// chain are written back, so nothing valid is dropped; a file left with
-// nothing is removed rather than left empty. bad is the first problem
-// Verify or Scan reported for segs.
+// chain are written back, so nothing valid is dropped, except in a sealed
+// ledger, where they would be a member without a seal (the complete,
+// sealed members before it stay as they are, and nothing is sealed
+// again); a file left with nothing is removed rather than left empty. bad
+// is the first problem Verify or Scan reported for segs.
 //
 // Anything else is refused with an error wrapping ErrNotRepairable and
 // saying how to restore the file from git: damage in an older file or
@@ -173,7 +175,14 @@ func (s *Store) Repair(segs []Segment, bad *CorruptError, opts ...RepairOptions)
 	if err != nil {
 		return nil, err
 	}
-	keep, salvaged := salvage(last.data, prevHash, prevSeq)
+	var keep []byte
+	salvaged := 0
+	if s.seals == nil {
+		// A member of a sealed ledger is kept with its seal or not at
+		// all: lines written back would be a member no seal covers, and
+		// astra never seals anything again.
+		keep, salvaged = salvage(last.data, prevHash, prevSeq)
+	}
 	out := data[:last.start:last.start]
 	if len(keep) > 0 {
 		var buf bytes.Buffer

@@ -51,6 +51,7 @@ type Store struct {
 	segmentSize int64
 	noSync      bool
 	observe     func(path string, size int64, member []byte, cut int64)
+	seals       *Seals // nil: not sealed
 }
 
 // Observe has fn told of every member appended: the file, its size after
@@ -171,6 +172,10 @@ type Tail struct {
 	Hash    string    // sha256 hex of the last line; "" for an empty ledger
 	TS      time.Time // ts of the last event
 	Segment Segment   // the last segment; zero for an empty ledger
+	// Seal is the seal of the gzip member that holds the last line (its
+	// bytes; a string keeps Tail comparable); "" when it has none. A
+	// sealed scan sets it from a seal it verified.
+	Seal string
 }
 
 // Empty reports whether the ledger has no events.
@@ -228,19 +233,23 @@ func (s *Store) Append(tail Tail, seg Segment, events []*Event) (Tail, error) {
 	if err != nil {
 		return Tail{}, err
 	}
-	if tail.Segment, err = s.AppendLines(seg, lines); err != nil {
+	var seal []byte
+	if tail.Segment, seal, err = s.AppendLines(seg, lines); err != nil {
 		return Tail{}, err
 	}
+	tail.Seal = string(seal)
 	return tail, nil
 }
 
 // Lines appends to dst the ledger lines of events continuing the chain
 // from tail (assigning Seq and Prev, truncating TS to the second), and
-// returns them with the tail they lead to; tail.Segment is left as it is.
-// A caller that holds lines back before AppendLines writes them has the
-// chain, and what a replay will read, already.
+// returns them with the tail they lead to; tail.Segment is left as it is
+// and tail.Seal is cleared (no member holds the lines yet). A caller that
+// holds lines back before AppendLines writes them has the chain, and what
+// a replay will read, already.
 func Lines(dst []byte, tail Tail, events []*Event) ([]byte, Tail, error) {
 	var line []byte
+	tail.Seal = ""
 	for _, e := range events {
 		tail.Seq++
 		e.Seq = tail.Seq
@@ -258,21 +267,31 @@ func Lines(dst []byte, tail Tail, events []*Event) ([]byte, Tail, error) {
 }
 
 // AppendLines writes lines (from Lines) as one new gzip member at the end
-// of seg, synced to disk, and returns seg with its new size.
-func (s *Store) AppendLines(seg Segment, lines []byte) (Segment, error) {
+// of seg, synced to disk, and returns seg with its new size. A sealed
+// store seals the member (its seal is returned too) and refuses to write
+// without the ledger key (ErrNoKey).
+func (s *Store) AppendLines(seg Segment, lines []byte) (Segment, []byte, error) {
+	var seal, extra []byte
+	if s.seals != nil {
+		var err error
+		if seal, extra, err = s.sealLines(seg.Path, lines); err != nil {
+			return seg, nil, err
+		}
+	}
 	var member bytes.Buffer
 	zw := gzipWriters.Get().(*gzip.Writer)
 	defer gzipWriters.Put(zw)
 	zw.Reset(&member)
+	zw.Header.Extra = extra
 	if _, err := zw.Write(lines); err != nil {
-		return seg, err
+		return seg, nil, err
 	}
 	if err := zw.Close(); err != nil {
-		return seg, err
+		return seg, nil, err
 	}
 	f, err := repofs.OpenFile(s.root, seg.Path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
-		return seg, err
+		return seg, nil, err
 	}
 	// The member goes where astra's last one ended, not wherever the file
 	// ends: bytes someone else appended since (a tool) are overwritten and
@@ -281,37 +300,37 @@ func (s *Store) AppendLines(seg Segment, lines []byte) (Segment, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return seg, err
+		return seg, nil, err
 	}
 	if fi.Size() < seg.Size {
 		f.Close()
-		return seg, fmt.Errorf("%s is %d bytes, shorter than the %d astra wrote: someone else changed it; restore it with `git checkout -- %s`", seg.Path, fi.Size(), seg.Size, seg.Path)
+		return seg, nil, fmt.Errorf("%s is %d bytes, shorter than the %d astra wrote: someone else changed it; restore it with `git checkout -- %s`", seg.Path, fi.Size(), seg.Size, seg.Path)
 	}
 	cut := fi.Size() - seg.Size
 	// One write: a crash leaves at most one partial member at the end,
 	// which Repair removes.
 	if _, err := f.WriteAt(member.Bytes(), seg.Size); err != nil {
 		f.Close()
-		return seg, err
+		return seg, nil, err
 	}
 	if cut > 0 {
 		if err := f.Truncate(seg.Size + int64(member.Len())); err != nil {
 			f.Close()
-			return seg, err
+			return seg, nil, err
 		}
 	}
 	if !s.noSync {
 		if err := f.Sync(); err != nil {
 			f.Close()
-			return seg, err
+			return seg, nil, err
 		}
 	}
 	if err := f.Close(); err != nil {
-		return seg, err
+		return seg, nil, err
 	}
 	seg.Size += int64(member.Len())
 	if s.observe != nil {
 		s.observe(seg.Path, seg.Size, member.Bytes(), cut)
 	}
-	return seg, nil
+	return seg, seal, nil
 }

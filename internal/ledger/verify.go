@@ -23,9 +23,18 @@ type stats struct {
 // to the edited line where the lines around it allow: when only the link
 // into line L is broken, line L-1 was changed; when the link out of L is
 // broken too, L itself was.
-func Verify(root string, segs []Segment) (stats, error) {
+//
+// With seals (at most one; for a sealed ledger), from the first sealed
+// gzip member of the log on, every member must be sealed by a listed key:
+// the first that is not is a *CorruptError of kind ProblemSeal naming the
+// member's first line.
+func Verify(root string, segs []Segment, seals ...*Seals) (stats, error) {
 	st := stats{Files: len(segs)}
-	tail, err := Scan(root, segs, ScanOptions{Verify: true}, func(*Event) error {
+	opts := ScanOptions{Verify: true}
+	if len(seals) > 0 && seals[0] != nil {
+		opts.Seals, opts.EverySeal = seals[0], true
+	}
+	tail, err := Scan(root, segs, opts, func(*Event) error {
 		st.Events++
 		return nil
 	})

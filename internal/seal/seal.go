@@ -37,6 +37,11 @@ const hash = sshsig.HashSHA512
 // ErrInvalid is matched by every signature that does not verify.
 var ErrInvalid = errors.New("the signature does not verify")
 
+// ErrUnknownKey is matched (with ErrInvalid) by a signature made with a
+// key that is not among the keys it was checked against: a key to list,
+// or someone else's, rather than bytes that were changed.
+var ErrUnknownKey = errors.New("which is not one of the keys that count here")
+
 // PublicKey is a public SSH key, as an authorized_keys line names it.
 type PublicKey struct{ key ssh.PublicKey }
 
@@ -136,7 +141,7 @@ func Verify(keys []PublicKey, namespace string, msg, sig []byte) (PublicKey, err
 		}
 		return k, nil
 	}
-	return PublicKey{}, errkind.Refused(fmt.Errorf("%w: it was made with key %s, which is not one of the keys that count here", ErrInvalid, fp))
+	return PublicKey{}, errkind.Refused(fmt.Errorf("%w: it was made with key %s, %w", ErrInvalid, fp, ErrUnknownKey))
 }
 
 func parse(sig []byte) (*sshsig.Signature, error) {

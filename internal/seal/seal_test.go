@@ -61,6 +61,9 @@ func TestSignVerify(t *testing.T) {
 		if !errors.Is(err, ErrInvalid) || !errors.Is(err, errkind.ErrRefused) {
 			t.Errorf("%s: err = %v, want a refusal wrapping ErrInvalid", name, err)
 		}
+		if unknown := name == "another key" || name == "no keys"; errors.Is(err, ErrUnknownKey) != unknown {
+			t.Errorf("%s: err = %v, ErrUnknownKey %v", name, err, unknown)
+		}
 	}
 }
 

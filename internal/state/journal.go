@@ -21,22 +21,28 @@ import (
 // On a *ledger.CorruptError the state holds every event before the bad
 // line, and the error says where it is. A ledger whose start is not in the
 // checkout (a sparse checkout) is an error wrapping ErrIncomplete.
+//
+// A sealed store (ledger.Store.Sealed) has the chain of every file read
+// verified and applies only the events a valid seal covers: what follows
+// the last one is a *ledger.UnsealedError, the state and tail being those
+// of the sealed part (see Replay). fn may then have seen events after it
+// (the error's Applied).
 func ReplayEach(store *ledger.Store, now time.Time, fn func(e *ledger.Event)) (*State, ledger.Tail, error) {
 	st := New(now)
 	segs, err := store.Segments()
 	if err != nil {
 		return st, ledger.Tail{}, err
 	}
-	tail, err := replay(st, store.Root(), segs, 0, fn)
+	tail, err := replay(st, store, segs, 0, fn)
 	return st, tail, err
 }
 
-// errStop ends a replay at the seq it was asked to stop at.
-var errStop = errors.New("stop")
-
 // replay applies segs to st from the newest month that opens with a
-// checkpoint, up to and including seq until (0: to the end).
-func replay(st *State, root string, segs []ledger.Segment, until int64, fn func(e *ledger.Event)) (ledger.Tail, error) {
+// checkpoint, up to and including seq until (0: to the end). When a
+// sealed scan applied events its newest seal turned out not to cover, the
+// state is built again up to the sealed part (unless fn saw them too).
+func replay(st *State, store *ledger.Store, segs []ledger.Segment, until int64, fn func(e *ledger.Event)) (ledger.Tail, error) {
+	root := store.Root()
 	from, err := replayStart(root, segs)
 	if err != nil || len(segs) == 0 {
 		return ledger.Tail{}, err
@@ -44,20 +50,31 @@ func replay(st *State, root string, segs []ledger.Segment, until int64, fn func(
 	if first, err := ledger.First(root, segs[from]); err == nil && first != nil && first.Seq != 1 && first.Event != ledger.LedgerCheckpoint {
 		return ledger.Tail{}, fmt.Errorf("%w: %s starts at seq %d, and the files before it are not here", ErrIncomplete, segs[from].Path, first.Seq)
 	}
-	tail, err := ledger.Scan(root, segs[from:], ledger.ScanOptions{VerifyLast: 1, SkipOutput: true}, func(e *ledger.Event) error {
+	opts := ledger.ScanOptions{VerifyLast: 1, SkipOutput: true, Until: until, Seals: store.Seals()}
+	if opts.Seals != nil {
+		opts.Verify = true // a seal covers the lines before it through the chain
+	}
+	apply := func(e *ledger.Event) error {
 		st.Apply(e)
 		if fn != nil {
 			fn(e)
 		}
-		if e.Seq == until {
-			return errStop
-		}
 		return nil
-	})
-	if errors.Is(err, errStop) {
-		err = nil
 	}
-	return tail, err
+	tail, err := ledger.Scan(root, segs[from:], opts, apply)
+	var u *ledger.UnsealedError
+	if !errors.As(err, &u) || !u.Applied || fn != nil {
+		return tail, err
+	}
+	*st = *New(st.Now)
+	if u.Sealed.Seq > 0 {
+		opts.Until = u.Sealed.Seq
+		if _, err := ledger.Scan(root, segs[from:], opts, apply); err != nil {
+			return u.Sealed, err
+		}
+	}
+	u.Applied = false
+	return u.Sealed, u
 }
 
 // ErrIncomplete: the ledger's start is not in this checkout (a sparse
@@ -142,8 +159,8 @@ func NewJournal(store *ledger.Store, st *State, tail ledger.Tail, clock func() t
 		saved = tail // loaded from an up-to-date snapshot: nothing to write until something is recorded
 	}
 	return &Journal{store: store, st: st, tail: tail, dry: dry, clock: clock, saved: saved, sides: []*side{
-		{store: ledger.OpenApprovalLog(store.Root()), copy: approvals, only: func(ledger.Kind) bool { return false }},
-		{store: ledger.OpenDir(store.Root(), MemoryDir, 0), copy: func(k ledger.Kind) bool { return k == ledger.MemoryPurged || stored(k) }, only: stored},
+		{store: ledger.OpenApprovalLog(store.Root()).Sealed(store.Seals()), copy: approvals, only: func(ledger.Kind) bool { return false }},
+		{store: ledger.OpenDir(store.Root(), MemoryDir, 0).Sealed(store.Seals()), copy: func(k ledger.Kind) bool { return k == ledger.MemoryPurged || stored(k) }, only: stored},
 	}}
 }
 
@@ -328,13 +345,13 @@ func (j *Journal) Flush() error {
 		return j.broken
 	}
 	if len(j.held) > 0 {
-		seg, err := j.store.AppendLines(j.heldSeg, j.held)
+		seg, seal, err := j.store.AppendLines(j.heldSeg, j.held)
 		if err != nil {
 			j.broken = fmt.Errorf("writing the run's decisions to %s: %w", j.heldSeg.Path, err)
 			return j.broken
 		}
 		j.held = j.held[:0]
-		j.tail.Segment = seg
+		j.tail.Segment, j.tail.Seal = seg, string(seal)
 	}
 	for _, sd := range j.sides {
 		if len(sd.held) == 0 {
@@ -391,7 +408,7 @@ func (j *Journal) writeSide(sd *side, out []*ledger.Event) error {
 		if len(segs) > 0 {
 			segs = segs[len(segs)-1:] // the tail is all an append needs
 		}
-		t, err := ledger.Scan(sd.store.Root(), segs, ledger.ScanOptions{Verify: true}, func(*ledger.Event) error { return nil })
+		t, err := ledger.Scan(sd.store.Root(), segs, ledger.ScanOptions{Verify: true, Seals: sd.store.Seals()}, func(*ledger.Event) error { return nil })
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -59,17 +60,26 @@ const maxSnapshot = 256 << 20
 //
 // On a *ledger.CorruptError the state holds every event before the bad
 // line, and the error says where it is.
+//
+// A sealed store (ledger.Store.Sealed) uses the snapshot only when its
+// seal verifies, verifies the chain of every line it applies, and applies
+// only what a valid seal (or the snapshot's) covers. Lines after that are
+// a *ledger.UnsealedError (kind errkind.ErrLedger) saying per file where
+// the sealed part ends and what follows; the state and tail are then the
+// sealed part's, so a caller can move those bytes away
+// (ledger.Quarantine) and go on. A newest seal by a key that is not
+// listed, or a chain broken before the last seal, is a *ledger.CorruptError.
 func Replay(store *ledger.Store, now time.Time) (*State, ledger.Tail, error) {
 	segs, err := store.Segments()
 	if err != nil {
 		return New(now), ledger.Tail{}, err
 	}
-	st, tail, why, err := fromSnapshot(store.Root(), segs, now)
+	st, tail, why, err := fromSnapshot(store, segs, now)
 	if why == "" {
 		return st, tail, err
 	}
 	st = New(now)
-	tail, err = replay(st, store.Root(), segs, 0, nil)
+	tail, err = replay(st, store, segs, 0, nil)
 	if errors.Is(err, ErrIncomplete) {
 		return st, tail, fmt.Errorf("%w; the state snapshot cannot stand in for it: %s. Check out the whole ledger (`git sparse-checkout disable`) and run again", err, why)
 	}
@@ -135,11 +145,32 @@ func parseHeader(data []byte) (version int, shape string, h head, dead string, b
 }
 
 // snap is a snapshot read from the checkout: its header, its body and
-// the body of its dead letters' file.
+// the body of its dead letters' file, and its seal with the bytes the
+// seal covers (everything before the seal's line).
 type snap struct {
-	head       head
-	deadSum    string
-	body, dead []byte
+	head         head
+	deadSum      string
+	body, dead   []byte
+	signed, seal []byte
+}
+
+// sealPrefix starts the snapshot's last line in a sealed ledger: the
+// ledger key's seal over every byte before it (base64).
+const sealPrefix = "seal\t"
+
+// cutSeal splits a snapshot's seal line off its end; seal is nil when it
+// has none (or one that is not base64: a seal that cannot verify).
+func cutSeal(data []byte) (signed, seal []byte) {
+	body := bytes.TrimSuffix(data, []byte{'\n'})
+	i := bytes.LastIndexByte(body, '\n') + 1
+	if !bytes.HasPrefix(body[i:], []byte(sealPrefix)) {
+		return data, nil
+	}
+	seal, err := base64.StdEncoding.DecodeString(string(body[i+len(sealPrefix):]))
+	if err != nil || len(seal) == 0 {
+		seal = []byte{}
+	}
+	return data[:i], seal
 }
 
 // readSnapshot reads the snapshot and its dead letters, checking the
@@ -156,14 +187,15 @@ func readSnapshot(root string) (sn snap, why string, bad error) {
 	case stateCodecErr != nil:
 		return sn, "", stateCodecErr
 	}
-	version, shape, h, dead, body, err := parseHeader(data)
+	signed, seal := cutSeal(data)
+	version, shape, h, dead, body, err := parseHeader(signed)
 	switch {
 	case err != nil:
 		return sn, "", fmt.Errorf("%s:%s", SnapshotPath, strings.TrimPrefix(err.Error(), "line "))
 	case version != snapshotVersion || shape != stateCodec.shape:
 		return sn, SnapshotPath + " was written by another version of astra", nil
 	}
-	sn = snap{head: h, deadSum: dead, body: body}
+	sn = snap{head: h, deadSum: dead, body: body, signed: signed, seal: seal}
 	sn.dead, err = repofs.ReadFile(root, DeadLettersPath, maxSnapshot)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -193,10 +225,30 @@ func (sn snap) decode(st *State) error {
 	return nil
 }
 
+// unsealed is why a sealed ledger does not use a snapshot whose seal does
+// not verify.
+const unsealed = "it is not sealed by a listed ledger key"
+
+// checkSeal says why a sealed ledger cannot use sn; "" when its seal
+// verifies.
+func (sn snap) checkSeal(seals *ledger.Seals) string {
+	switch {
+	case sn.seal == nil:
+		return unsealed + ": it has no seal"
+	case seals.CheckSnapshot == nil:
+		return unsealed
+	}
+	if err := seals.CheckSnapshot(sn.signed, sn.seal); err != nil {
+		return fmt.Sprintf("%s: %v", unsealed, err)
+	}
+	return ""
+}
+
 // fromSnapshot loads the snapshot and applies the events after its head.
 // why says why it cannot (then the caller replays); err is damage found in
 // the ledger files read, reported as a replay would report it.
-func fromSnapshot(root string, segs []ledger.Segment, now time.Time) (st *State, tail ledger.Tail, why string, err error) {
+func fromSnapshot(store *ledger.Store, segs []ledger.Segment, now time.Time) (st *State, tail ledger.Tail, why string, err error) {
+	root, seals := store.Root(), store.Seals()
 	st = New(now)
 	sn, why, bad := readSnapshot(root)
 	if bad != nil {
@@ -205,25 +257,54 @@ func fromSnapshot(root string, segs []ledger.Segment, now time.Time) (st *State,
 	if why != "" {
 		return st, tail, why, nil
 	}
+	if seals != nil {
+		if why := sn.checkSeal(seals); why != "" {
+			return st, tail, why, nil
+		}
+	}
 	h := sn.head
 	i := slices.IndexFunc(segs, func(s ledger.Segment) bool { return s.Path == h.file })
 	if i < 0 {
 		return st, tail, fmt.Sprintf("it follows %s, which is not in the checkout", h.file), nil
 	}
-	if err := sn.decode(st); err != nil {
-		return New(now), tail, err.Error(), nil
-	}
-	st.view(now)
-	tail, err = ledger.Scan(root, segs[i:], ledger.ScanOptions{Verify: true, SkipOutput: true, Resume: ledger.Tail{Seq: h.seq, Hash: h.hash}},
-		func(e *ledger.Event) error {
+	opts := ledger.ScanOptions{Verify: true, SkipOutput: true, Resume: ledger.Tail{Seq: h.seq, Hash: h.hash}, Seals: seals}
+	load := func(until int64) (*State, ledger.Tail, error) {
+		st := New(now)
+		if err := sn.decode(st); err != nil {
+			return nil, ledger.Tail{}, err
+		}
+		st.view(now)
+		opts.Until = until
+		tail, err := ledger.Scan(root, segs[i:], opts, func(e *ledger.Event) error {
 			st.Apply(e)
 			return nil
 		})
+		st.snapHead = h.seq
+		return st, tail, err
+	}
+	st, tail, err = load(0)
+	if st == nil {
+		return New(now), tail, err.Error(), nil
+	}
 	var ce *ledger.CorruptError
 	if errors.As(err, &ce) && ce.Kind == ledger.ProblemResume {
 		return New(now), ledger.Tail{}, fmt.Sprintf("it does not match the ledger: %v", err), nil
 	}
-	st.snapHead = h.seq
+	var u *ledger.UnsealedError
+	if errors.As(err, &u) && u.Applied {
+		// Events after the snapshot's head that the newest seal turned
+		// out not to cover were applied: load again up to what is sealed.
+		sealed := u.Sealed
+		if sealed.Seq < h.seq {
+			sealed = ledger.Tail{Seq: h.seq, Hash: h.hash, Segment: segs[i]}
+		}
+		st, _, err = load(sealed.Seq)
+		if err != nil {
+			return st, sealed, "", err
+		}
+		u.Applied, u.Sealed = false, sealed
+		return st, sealed, "", u
+	}
 	return st, tail, "", err
 }
 
@@ -265,6 +346,11 @@ func (j *Journal) SaveSnapshot() error {
 	if err != nil {
 		return err
 	}
+	if seals := j.store.Seals(); seals != nil {
+		if data, err = sealSnapshot(seals, data); err != nil {
+			return err
+		}
+	}
 	if err := j.writeIfChanged(SnapshotPath, data); err != nil {
 		return err
 	}
@@ -278,6 +364,20 @@ func (j *Journal) SaveSnapshot() error {
 	}
 	j.saved = j.tail
 	return nil
+}
+
+// sealSnapshot adds the seal line to a sealed ledger's snapshot: the
+// snapshot names its dead letters' sha256 and the ledger line it is bound
+// to, so the seal covers them too.
+func sealSnapshot(seals *ledger.Seals, data []byte) ([]byte, error) {
+	if seals.SignSnapshot == nil {
+		return nil, fmt.Errorf("%s: %w", SnapshotPath, ledger.ErrNoKey)
+	}
+	seal, err := seals.SignSnapshot(data)
+	if err != nil {
+		return nil, fmt.Errorf("sealing %s: %w", SnapshotPath, err)
+	}
+	return append(append(append(data, sealPrefix...), base64.StdEncoding.EncodeToString(seal)...), '\n'), nil
 }
 
 // writeIfChanged writes a state file unless it holds data already.
@@ -318,13 +418,19 @@ func (j *Journal) sparse() []byte {
 type SnapshotCheck struct {
 	Seq  int64  // the ledger line the snapshot is bound to
 	Note string // why it was not compared; "" when it was
+	// Unsealed says why a sealed ledger's runs do not use the snapshot
+	// (its seal does not verify); "" when they do, or the ledger is not
+	// sealed.
+	Unsealed string
 }
 
 // VerifySnapshot checks that the snapshot equals a replay of the ledger up
 // to its head, line for line. A snapshot that cannot be compared (absent,
 // written by another version of astra, or a checkout without the ledger's
 // start) is not an error: Note says why. A difference is an error naming
-// the snapshot's first line that differs.
+// the snapshot's first line that differs. For a sealed store, Unsealed
+// says why runs would not use it (they replay instead, so it is not an
+// error); the comparison is the same.
 func VerifySnapshot(store *ledger.Store) (SnapshotCheck, error) {
 	root := store.Root()
 	sn, why, bad := readSnapshot(root)
@@ -336,6 +442,9 @@ func VerifySnapshot(store *ledger.Store) (SnapshotCheck, error) {
 	}
 	h := sn.head
 	c := SnapshotCheck{Seq: h.seq}
+	if seals := store.Seals(); seals != nil {
+		c.Unsealed = sn.checkSeal(seals)
+	}
 	segs, err := store.Segments()
 	if err != nil {
 		return c, err
@@ -350,7 +459,7 @@ func VerifySnapshot(store *ledger.Store) (SnapshotCheck, error) {
 		return c, fmt.Errorf("%s does not match the ledger: %w", SnapshotPath, err)
 	}
 	st := New(time.Time{})
-	if _, err := replay(st, root, segs[:i+1], h.seq, nil); errors.Is(err, ErrIncomplete) {
+	if _, err := replay(st, store.Unsealed(), segs[:i+1], h.seq, nil); errors.Is(err, ErrIncomplete) {
 		c.Note = err.Error() + ": not compared"
 		return c, nil
 	} else if err != nil {

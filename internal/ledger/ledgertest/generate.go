@@ -21,6 +21,7 @@ type Options struct {
 	Month       time.Time // any time in the month to fill (default November 2026)
 	SegmentSize int64     // default ledger.DefaultSegmentSize
 	Seed        uint64
+	Seals       *ledger.Seals // seal every member (a sealed ledger); nil: not sealed
 }
 
 // ScheduleID is the id of generated schedule i.
@@ -46,7 +47,7 @@ func Generate(root string, o Options) (ledger.Tail, error) {
 	}
 	start := time.Date(o.Month.Year(), o.Month.Month(), 1, 0, 0, 0, 0, time.UTC)
 	r := rand.New(rand.NewPCG(o.Seed, 42))
-	store := ledger.Open(root, o.SegmentSize).NoSync()
+	store := ledger.Open(root, o.SegmentSize).NoSync().Sealed(o.Seals)
 	var tail ledger.Tail
 	runs := 30 * 24 * 12 // every five minutes for a month
 	perRun := max(1, (o.Events+runs-1)/runs)
