@@ -167,7 +167,11 @@ a crash, and needs a human (restore the file from git).`,
 
 // runLedgerRepair is `astra ledger repair`.
 func (a *app) runLedgerRepair(_ context.Context, _ ledgerRepairOptions) error {
-	rep, err := ledgerops.Repair(a.repo(), a.v.GetInt64("ledger.segment_size"), a.now, a.ledgerGit())
+	clock, err := a.ledgerClock()
+	if err != nil {
+		return err
+	}
+	rep, err := ledgerops.Repair(a.repo(), a.v.GetInt64("ledger.segment_size"), clock, a.ledgerGit())
 	if err != nil {
 		return err
 	}

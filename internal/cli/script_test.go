@@ -308,13 +308,13 @@ func hmacSign(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // signtrigger SECRET EVENT FILE TIME VAR: set $VAR to the timestamped
-// signature of EVENT with FILE as payload, made at TIME (RFC3339), as a
+// signature of EVENT with FILE as payload, made at TIME (scriptTime), as a
 // system calling astra trigger would sign it.
 func signTrigger(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 5 {
 		ts.Fatalf("usage: signtrigger secret event file time var")
 	}
-	at, err := time.Parse(time.RFC3339, args[3])
+	at, err := scriptTime(args[3])
 	ts.Check(err)
 	ts.Setenv(args[4], identity.SignTrigger([]byte(args[0]), args[1], []byte(ts.ReadFile(args[2])), at))
 }
@@ -331,14 +331,29 @@ func closedPort(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(l.Close())
 }
 
+// scriptTime reads a time of a script: RFC3339, or "now" on the machine's
+// clock, which signatures and tokens are checked against, with an offset
+// ("now-10m", "now+720h").
+func scriptTime(s string) (time.Time, error) {
+	rest, ok := strings.CutPrefix(s, "now")
+	if !ok {
+		return time.Parse(time.RFC3339, s)
+	}
+	if rest == "" {
+		return time.Now(), nil
+	}
+	d, err := time.ParseDuration(rest)
+	return time.Now().Add(d), err
+}
+
 // signjwt ISSUER AUDIENCE TIME VAR: set $VAR to a JWT of ISSUER for
-// AUDIENCE, valid from TIME (RFC3339) for 5 minutes, signed by a key of
+// AUDIENCE, valid from TIME (scriptTime) for 5 minutes, signed by a key of
 // its own (kid "k1") that no key set holds.
 func signJWT(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 4 {
 		ts.Fatalf("usage: signjwt issuer audience time var")
 	}
-	at, err := time.Parse(time.RFC3339, args[2])
+	at, err := scriptTime(args[2])
 	ts.Check(err)
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	ts.Check(err)

@@ -99,11 +99,11 @@ func (a *app) runTrigger(ctx context.Context, o triggerOptions) error {
 		return err
 	}
 	caller, err := identity.AuthenticateTrigger(ctx, identity.TriggerAuth{
-		Event: o.event, Payload: payload, Key: o.key, Now: a.now(),
+		Event: o.event, Payload: payload, Key: o.key, // identity's clock: the machine's, never --now
 		Secret:    []byte(a.getenv("ASTRA_TRIGGER_SECRET")),
 		Signature: cmp.Or(strings.TrimSpace(o.signature), strings.TrimSpace(a.getenv("ASTRA_TRIGGER_SIGNATURE"))),
 		JWT:       cmp.Or(strings.TrimSpace(o.jwt), strings.TrimSpace(a.getenv("ASTRA_TRIGGER_JWT"))),
-		Verifier:  identity.NewVerifier(cfg.Policies.Issuers, nil, a.now),
+		Verifier:  identity.NewVerifier(cfg.Policies.Issuers, nil, nil),
 		Person:    a.person(cfg, o.by, o.run),
 	})
 	var refusal *identity.TriggerRefusal

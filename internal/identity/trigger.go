@@ -19,9 +19,11 @@ type TriggerAuth struct {
 	Secret    []byte
 	Signature string // --signature, else ASTRA_TRIGGER_SIGNATURE
 	JWT       string // --jwt, else ASTRA_TRIGGER_JWT: a caller from another system
-	Now       time.Time
-	Verifier  *Verifier // checks a JWT against the policies' issuers; nil: none configured
-	Person    Env       // who a person is, when there is no JWT (Resolve)
+	// Clock is the machine's clock (nil: time.Now), never a what-if time:
+	// a signature's window is the real one, whatever --now says.
+	Clock    func() time.Time
+	Verifier *Verifier // checks a JWT against the policies' issuers; nil: none configured
+	Person   Env       // who a person is, when there is no JWT (Resolve)
 }
 
 // TriggerCaller is an authenticated trigger.
@@ -85,7 +87,11 @@ func AuthenticateTrigger(ctx context.Context, a TriggerAuth) (TriggerCaller, err
 			return refuseSignature(err.Error())
 		}
 	default:
-		v, err := VerifyTrigger(a.Secret, sig, a.Event, a.Payload, a.Now, 0)
+		clock := a.Clock
+		if clock == nil {
+			clock = time.Now
+		}
+		v, err := VerifyTrigger(a.Secret, sig, a.Event, a.Payload, clock(), 0)
 		if err != nil {
 			return refuseSignature(err.Error())
 		}

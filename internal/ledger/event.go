@@ -119,6 +119,10 @@ const (
 	StatusPurged     = "purged"
 )
 
+// ClockTest is the clock field of an event a test clock dated (--now
+// with --test-clock): not the machine's time, whatever its ts says.
+const ClockTest = "test"
+
 // Modes for the scheduled_vs_manual field.
 const (
 	ModeScheduled = "scheduled"
@@ -153,6 +157,7 @@ func (u Usage) Add(o Usage) Usage {
 type Event struct {
 	Seq            int64     `json:"seq"`
 	TS             time.Time `json:"ts"`
+	Clock          string    `json:"clock,omitempty"` // ClockTest when a test clock dated it; "" for the machine's
 	Event          Kind      `json:"event"`
 	ScheduleID     string    `json:"schedule_id"`
 	Slot           time.Time `json:"slot"`

@@ -49,7 +49,7 @@ type Executor interface {
 // Options configure a run.
 type Options struct {
 	Root        string
-	Clock       func() time.Time // the run's time; --now fixes it
+	Clock       func() time.Time // the run's time: the machine's, or a test clock (TestClock)
 	DryRun      bool
 	Limit       int
 	Filter      plan.Filter
@@ -83,6 +83,15 @@ type Options struct {
 	// stops unless trust.accept_risk. Root, Policies, Run and Tier2Only
 	// are the runner's.
 	Posture posture.Input
+	// TestClock: Clock is a test's fixed time (--now with --test-clock):
+	// every event recorded says "clock":"test", and no trusted time is
+	// asked (clock.go).
+	TestClock bool
+	// TrustedTime are what the clock of a run that records is checked
+	// against, in order (clock.go); Untimed is the warning a run without
+	// any gives ("" for none).
+	TrustedTime []TimeSource
+	Untimed     string
 }
 
 // Runner runs schedules under the configuration.
@@ -95,6 +104,8 @@ type Runner struct {
 	prior recovered // what recoverLeftovers recovered from, for the report
 	// posture is the run's one check of the safety posture (posture.go).
 	posture postureVerdict
+	// clockChecked: the clock was held to a trusted time (clock.go).
+	clockChecked bool
 }
 
 // New returns a runner. git and forge may be nil: then nothing is
@@ -162,6 +173,9 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	if r.git == nil && !r.opts.DryRun {
 		s.report.Warnings = append(s.report.Warnings, "without git (--no-git, or not a git repository): the ledger in var/ was written, but nothing is committed or pushed")
 	}
+	if err := s.checkClock(ctx); err != nil {
+		return nil, err
+	}
 	st, tail, err := state.Replay(store, now)
 	if errors.Is(err, state.ErrIncomplete) && !r.opts.DryRun {
 		if st, tail, err = r.widen(ctx, store, s, err); errors.Is(err, errkind.ErrInfra) {
@@ -170,7 +184,7 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	}
 	var ce *ledger.CorruptError
 	if errors.As(err, &ce) && r.opts.Repair && !r.opts.DryRun {
-		if s.report.Repaired, err = ledgerops.Repair(r.opts.Root, r.opts.SegmentSize, r.opts.Clock, r.git); err != nil {
+		if s.report.Repaired, err = ledgerops.Repair(r.opts.Root, r.opts.SegmentSize, r.clock(), r.git); err != nil {
 			return nil, err
 		}
 		st, tail, err = state.Replay(store, now)
@@ -188,8 +202,23 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	if why := st.Fallback(); why != "" {
 		s.report.Warnings = append(s.report.Warnings, why)
 	}
-	s.j = state.NewJournal(store, st, tail, r.opts.Clock, r.opts.DryRun)
+	s.j = r.journal(store, st, tail, r.opts.DryRun)
 	return s, nil
+}
+
+// journal records for this run, its events marked when its clock is a
+// test clock.
+func (r *Runner) journal(store *ledger.Store, st *state.State, tail ledger.Tail, dry bool) *state.Journal {
+	j := state.NewJournal(store, st, tail, r.opts.Clock, dry)
+	if r.opts.TestClock {
+		j.MarkClock(ledger.ClockTest)
+	}
+	return j
+}
+
+// clock is the run's clock as ledgerops takes it.
+func (r *Runner) clock() ledgerops.Clock {
+	return ledgerops.Clock{Now: r.opts.Clock, Test: r.opts.TestClock}
 }
 
 // widener is gitops.Repo in a sparse checkout.

@@ -108,6 +108,7 @@ type Journal struct {
 	tail     ledger.Tail
 	dry      bool
 	clock    func() time.Time
+	mark     string // the clock field of every event recorded (MarkClock)
 	recorded []*ledger.Event
 	files    []string
 	saved    ledger.Tail // the head of the snapshot on disk, when it is the state's
@@ -144,6 +145,10 @@ func NewJournal(store *ledger.Store, st *State, tail ledger.Tail, clock func() t
 		{store: ledger.OpenDir(store.Root(), MemoryDir, 0), copy: func(k ledger.Kind) bool { return k == ledger.MemoryPurged || stored(k) }, only: stored},
 	}}
 }
+
+// MarkClock has every event this journal records, month checkpoints
+// included, say which clock dated it: ledger.ClockTest for a test clock.
+func (j *Journal) MarkClock(mark string) { j.mark = mark }
 
 // State is the state as of the last recorded event.
 func (j *Journal) State() *State { return j.st }
@@ -216,6 +221,9 @@ func (j *Journal) Record(evs ...*ledger.Event) error {
 		if e.TS.IsZero() {
 			e.TS = now
 		}
+		if e.Clock == "" {
+			e.Clock = j.mark
+		}
 		if !j.sides[1].only(e.Event) {
 			main = append(main, e)
 		}
@@ -256,7 +264,11 @@ func (j *Journal) appendMain(main []*ledger.Event) ([]*ledger.Event, error) {
 	}
 	apply := main
 	if newMonth && !j.tail.Empty() {
-		apply = append(j.st.Checkpoint(main[0].TS), main...)
+		cp := j.st.Checkpoint(main[0].TS)
+		for _, e := range cp {
+			e.Clock = j.mark
+		}
+		apply = append(cp, main...)
 	}
 	if err := j.append(seg, apply); err != nil {
 		return nil, err
