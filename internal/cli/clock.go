@@ -12,6 +12,7 @@ import (
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledgerops"
 	"github.com/astra-gitops/astra/internal/runner"
+	"github.com/astra-gitops/astra/internal/state"
 )
 
 // What-if time is explicit. --now is a flag and only a flag: no setting in
@@ -53,6 +54,9 @@ func refuseNowSetting(file string, data []byte) error {
 	}
 	return nil
 }
+
+// keyRetention says state.KeyRetention in words, for help texts.
+var keyRetention = fmt.Sprintf("%d days", state.KeyRetention/(24*time.Hour))
 
 // now is the time of this invocation, in UTC: --now when given (what-if
 // answers, dry runs, and test runs with --test-clock), else the machine's

@@ -39,7 +39,9 @@ func (a *app) triggerCmd() *cobra.Command {
 every gate, marked scheduled_vs_manual: event. The event's JSON payload
 (--payload-file, or - for stdin) reaches tools as ASTRA_EVENT (http tools:
 "event" in the body). The idempotency key defaults to a hash of event and
-payload: an event relayed twice runs once.
+payload: an event relayed twice runs once. A key that completed does not
+run again for ` + keyRetention + ` from its completion, across months too; after that
+the same key is a new request.
 
 Who triggers: a person holding the trigger permission (GitHub's actor in CI,
 a mapped git email locally), or a caller from another system with a JWT
@@ -68,7 +70,7 @@ all: nothing runs, nothing is recorded, exit 3.`,
 	cmd.Flags().StringVar(&o.payloadFile, "payload-file", "", "JSON payload of the event (- for stdin)")
 	cmd.Flags().StringVar(&o.signature, "signature", "", "t=<unix>,v1=<hex> (or sha256=<hex> from GitHub) when ASTRA_TRIGGER_SECRET is set")
 	cmd.Flags().StringVar(&o.jwt, "jwt", "", "a JWT from an issuer configured in policies (default $ASTRA_TRIGGER_JWT)")
-	cmd.Flags().StringVar(&o.key, "idempotency-key", "", "the event's idempotency key (default: hash of event and payload)")
+	cmd.Flags().StringVar(&o.key, "idempotency-key", "", "the event's idempotency key (default: hash of event and payload); a key that completed does not run again for "+keyRetention)
 	byFlag(cmd, &o.by)
 	return cmd
 }

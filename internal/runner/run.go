@@ -317,9 +317,9 @@ func (s *session) busyLanes() map[string]string {
 
 // decideOne gates a single manual or event task.
 func (s *session) decideOne(ctx context.Context, t *task) ([]*task, error) {
-	if _, done := s.state().Done[t.key]; done {
+	if at, done := s.state().Completed(t.key); done {
 		t.outcome.Action, t.outcome.Reason = ActionSkipped, ledger.ReasonDuplicate
-		t.outcome.Detail = "idempotency key " + t.key + " already completed"
+		t.outcome.Detail = "idempotency key " + t.key + " already completed at " + at.UTC().Format(time.RFC3339)
 		return nil, s.record(s.skipEvent(t, ledger.ReasonDuplicate, t.outcome.Detail))
 	}
 	if _, open := s.state().Open[t.key]; open {

@@ -14,10 +14,13 @@ import (
 	"github.com/astra-gitops/astra/internal/money"
 )
 
-// manualKeyTTL is how long a completed manual or event idempotency key is
-// remembered (seed 003: 24h idempotency TTL). Scheduled slots need no
+// KeyRetention is how long a completed manual or event idempotency key is
+// remembered, from its completion: within it the key never runs again,
+// whatever the date (month checkpoints carry it forward); after it, the
+// same key is a new request. Longer than any month, so a key's life does
+// not depend on when in a month it completed. Scheduled slots need no
 // memory of their own: LastSlot covers them.
-const manualKeyTTL = 24 * time.Hour
+const KeyRetention = 35 * 24 * time.Hour
 
 // rateWindow is the longest rate-limit window (per hour).
 const rateWindow = time.Hour
@@ -331,6 +334,13 @@ func (s *State) RunsSince(actor string, t time.Time) int {
 		}
 	}
 	return n
+}
+
+// Completed says when a manual or event key completed, if it did within
+// KeyRetention of Now.
+func (s *State) Completed(key string) (time.Time, bool) {
+	t, ok := s.Done[key]
+	return t, ok && s.Now.Sub(t) < KeyRetention
 }
 
 // Quarantined reports whether a schedule has an unreleased dead letter.
@@ -699,7 +709,7 @@ func (s *State) Checkpoint(ts time.Time) []*ledger.Event {
 	snap := s.snapshot
 	snap.Done = map[string]time.Time{}
 	for k, t := range s.Done {
-		if ts.Sub(t) < manualKeyTTL {
+		if ts.Sub(t) < KeyRetention {
 			snap.Done[k] = t
 		}
 	}
