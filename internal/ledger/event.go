@@ -61,6 +61,9 @@ const (
 	LedgerRepaired   Kind = "ledger.repaired"
 	LedgerCheckpoint Kind = "ledger.checkpoint"
 	LedgerMigrated   Kind = "ledger.migrated" // the ledger moved to another branch (status failed: the move was cancelled)
+	// ClockCorrected voids what a wrong clock decided after a time a
+	// person named (astra ledger correct-clock; state.Correction).
+	ClockCorrected Kind = "ledger.clock_corrected"
 
 	// TrustRiskAccepted: tier 2 ran without the safety posture it needs,
 	// as policies' trust.accept_risk accepts; once per run, with the
@@ -82,6 +85,7 @@ const (
 	ReasonMissed          = "missed"      // superseded or too late under the catch-up policy
 	ReasonDeadLetter      = "dead_letter" // schedule quarantined after dead-lettering
 	ReasonPosture         = "posture"     // tier 2 without the safety posture it needs (astra doctor)
+	ReasonDisabled        = "disabled"    // the slots that fell while a schedule was disabled, counted once when it is enabled again
 
 	ReasonBudgetExceeded = "budget_exceeded"
 	ReasonLost           = "lost" // claimed, runner died before recording an outcome
@@ -117,6 +121,8 @@ const (
 	StatusContinued  = "continued" // a ledger.checkpoint that continues the one before it
 	StatusStored     = "stored"
 	StatusPurged     = "purged"
+	StatusDisabled   = "disabled"  // schedule.created or .updated of a definition with enabled: false
+	StatusCorrected  = "corrected" // ledger.clock_corrected
 )
 
 // ClockTest is the clock field of an event a test clock dated (--now

@@ -258,10 +258,15 @@ func (s *session) record(evs ...*ledger.Event) error { return s.j.Record(evs...)
 func (s *session) syncSchedules() error {
 	st := s.state()
 	var evs []*ledger.Event
+	var enabled []pause // enabled again: what fell while disabled is recorded once
 	seen := map[string]bool{}
 	for _, sc := range s.r.cfg.Schedules {
 		seen[sc.ID] = true
 		h := definitionHash(sc)
+		// A schedule the ledger knows as enabled while it is not (or the
+		// other way) is updated too: ledgers older than the disabled
+		// status learn it on their first run.
+		wasDisabled := st.Schedules[sc.ID] != nil && st.Schedules[sc.ID].Disabled
 		switch old, ok := st.Known[sc.ID]; {
 		case !ok:
 			evs = append(evs, scheduleEvent(ledger.ScheduleCreated, sc, h))
@@ -270,8 +275,11 @@ func (s *session) syncSchedules() error {
 				n.Next = sc.Spec.Next(s.now)
 			}
 			s.report.NewSchedules = append(s.report.NewSchedules, n)
-		case old != h:
+		case old != h || wasDisabled == sc.Enabled:
 			evs = append(evs, scheduleEvent(ledger.ScheduleUpdated, sc, h))
+			if wasDisabled && sc.Enabled {
+				enabled = append(enabled, pause{sc, st.Schedules[sc.ID].DisabledAt})
+			}
 		}
 	}
 	var gone []string
@@ -285,12 +293,24 @@ func (s *session) syncSchedules() error {
 		evs = append(evs, &ledger.Event{Event: ledger.ScheduleDeleted, ScheduleID: id, Status: ledger.StatusDeleted})
 	}
 	s.attribute(evs)
-	return s.j.Record(evs...)
+	if err := s.j.Record(evs...); err != nil {
+		return err
+	}
+	for _, p := range enabled {
+		if err := s.recordPause(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func scheduleEvent(kind ledger.Kind, sc *model.Schedule, hash string) *ledger.Event {
+	status := ledger.StatusOK
+	if !sc.Enabled {
+		status = ledger.StatusDisabled
+	}
 	return &ledger.Event{Event: kind, ScheduleID: sc.ID, Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool,
-		Tier: int(sc.SafetyTier), Status: ledger.StatusOK, PayloadHash: hash}
+		Tier: int(sc.SafetyTier), Status: status, PayloadHash: hash}
 }
 
 // definitionHash identifies a schedule's resolved definition, so edits show

@@ -292,7 +292,8 @@ func (k *ticks) event(ts time.Time) *ledger.Event {
 	case 21:
 		e.Event, e.Status, e.Period = ledger.BudgetResumed, ledger.StatusResumed, []string{"day", "month"}[r.IntN(2)]
 	case 22:
-		e.Event, e.Status, e.PayloadHash = []ledger.Kind{ledger.ScheduleCreated, ledger.ScheduleUpdated}[r.IntN(2)], ledger.StatusOK, fmt.Sprintf("sha256:%d", r.IntN(3))
+		e.Event, e.Status, e.PayloadHash = []ledger.Kind{ledger.ScheduleCreated, ledger.ScheduleUpdated}[r.IntN(2)],
+			[]string{ledger.StatusOK, ledger.StatusDisabled}[r.IntN(2)], fmt.Sprintf("sha256:%d", r.IntN(3))
 	default:
 		e.Event = []ledger.Kind{ledger.ScheduleDeleted, ledger.MemoryStored, ledger.NotifySent}[r.IntN(3)]
 		e.Output = "remember this"

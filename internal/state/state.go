@@ -123,6 +123,10 @@ type Schedule struct {
 	Day        string    `json:"day"`         // the UTC day Consumed counts (seed 000 last_reset)
 	Consumed   int       `json:"consumed"`    // successful tier>=1 runs on Day
 	Deleted    bool      `json:"deleted,omitempty"`
+	// Disabled: its definition says enabled: false, recorded first at
+	// DisabledAt; its slots are not due, and its retries wait.
+	Disabled   bool      `json:"disabled,omitempty"`
+	DisabledAt time.Time `json:"disabled_at,omitzero"`
 }
 
 // Open is a slot that has started but not ended.
@@ -488,8 +492,9 @@ func (s *State) applyRun(e *ledger.Event) {
 		if d := s.DeadLetters[e.IdempotencyKey]; d != nil {
 			delete(s.DeadLetters, e.IdempotencyKey)
 			s.deadSaved = ""
+			// The next attempt after the last: a run id names one execution.
 			s.putOpen(e.IdempotencyKey, &Open{
-				ScheduleID: d.ScheduleID, Slot: d.Slot, Mode: d.Mode, Status: OpenRetry, RetryAt: e.TS,
+				ScheduleID: d.ScheduleID, Slot: d.Slot, Mode: d.Mode, Status: OpenRetry, Attempt: max(d.Attempts, 1) + 1, RetryAt: e.TS,
 				TraceID: d.TraceID, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier, Released: true,
 			})
 		}
@@ -623,6 +628,12 @@ func (s *State) applySchedule(e *ledger.Event) {
 		sc.CreatedAt = e.TS
 	}
 	sc.Deleted = false
+	switch disabled := e.Status == ledger.StatusDisabled; {
+	case disabled && !sc.Disabled:
+		sc.Disabled, sc.DisabledAt = true, e.TS
+	case !disabled:
+		sc.Disabled, sc.DisabledAt = false, time.Time{}
+	}
 	s.Known[e.ScheduleID] = e.PayloadHash
 }
 
