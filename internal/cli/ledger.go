@@ -18,12 +18,12 @@ import (
 func (a *app) ledgerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ledger",
-		Short: "Inspect, verify and repair the ledger in var/schedules",
+		Short: "Inspect, verify, repair, move and correct the clock of the ledger in var/schedules",
 		Example: `  astra ledger verify
   astra ledger cat | jq 'select(.event == "run.failed")'
   astra ledger repair`,
 	}
-	cmd.AddCommand(a.ledgerVerifyCmd(), a.ledgerCatCmd(), a.ledgerRepairCmd(), a.ledgerMigrateCmd())
+	cmd.AddCommand(a.ledgerVerifyCmd(), a.ledgerCatCmd(), a.ledgerRepairCmd(), a.ledgerMigrateCmd(), a.ledgerCorrectClockCmd())
 	return cmd
 }
 

@@ -72,6 +72,7 @@ var dueNotes = map[plan.Kind]string{
 	plan.KindMissed:   "too late for the catch-up window: recorded as missed, not run",
 	plan.KindLost:     "its run stopped without an outcome: recorded as lost, then retried",
 	plan.KindStale:    "a retry too late for the catch-up window: dead-lettered, not run",
+	plan.KindEarly:    "ran early, at a clock a correction voided: recorded as a duplicate, not run again",
 }
 
 func upcoming(cfg *model.Config, st *state.State, s *model.Schedule, now time.Time, count int) Next {

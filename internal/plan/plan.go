@@ -31,6 +31,7 @@ const (
 	KindManual   Kind = "manual"   // astra run
 	KindEvent    Kind = "event"    // astra trigger
 	KindChain    Kind = "chain"    // chain_next after another run
+	KindEarly    Kind = "early"    // a slot a run took early, at a clock a correction voided: record it, run nothing
 )
 
 // Candidate is one slot the runner should consider.
@@ -135,7 +136,12 @@ func openBySchedule(st *state.State) map[string][]string {
 func candidates(s *model.Schedule, st *state.State, keys []string, now time.Time) []Candidate {
 	cs := open(s, st, keys, now)
 	if s.Enabled {
-		cs = append(cs, slots(s, st, now)...)
+		for _, c := range slots(s, st, now) {
+			if c.Kind == KindSlot && st.RanEarly(c.Key) {
+				c.Kind = KindEarly // it ran already: a slot runs once
+			}
+			cs = append(cs, c)
+		}
 	} else {
 		// Disabled: nothing of it runs. Its retries and an approved run
 		// wait until it is enabled again; a lost claim is still recorded.

@@ -99,3 +99,26 @@ func TestClockUntimed(t *testing.T) {
 		t.Fatalf("warnings %v", rep.Warnings)
 	}
 }
+
+// A correction of the clock is dated by the machine that records it, which
+// is held to a trusted time like any run: a machine still a year ahead
+// cannot record one.
+func TestCorrectClockHeldToTrustedTime(t *testing.T) {
+	e := newEnv(t, daily)
+	e.runDue("2026-11-22T08:00:00Z", func(o *Options) { o.TestClock = true })
+	e.runDue("2027-11-22T09:00:30Z", func(o *Options) { o.TestClock = true })
+	real := time.Date(2026, 11, 22, 9, 0, 30, 0, time.UTC)
+	_, _, err := e.runner("2027-11-22T10:00:00Z", trusted(source("GitHub's API", real, nil))).
+		CorrectClock(context.Background(), real.Add(-time.Hour), "a year ahead", ownerIdentity())
+	if !errors.Is(err, errkind.ErrInfra) || e.count(ledger.ClockCorrected, "") != 0 {
+		t.Fatalf("a correction by a clock a year ahead: %v", err)
+	}
+	_, c, err := e.runner("2026-11-22T09:00:40Z", trusted(source("GitHub's API", real, nil))).
+		CorrectClock(context.Background(), real.Add(-time.Hour), "a year ahead", ownerIdentity())
+	if err != nil || e.count(ledger.ClockCorrected, "") != 1 || len(c.Early) != 1 {
+		t.Fatalf("the right clock's correction: %v %+v", err, c)
+	}
+	if o := outcome(t, e.runDue("2026-11-22T09:00:50Z"), "a"); o.Action != ActionRan {
+		t.Fatalf("a after the correction: %+v", o)
+	}
+}

@@ -265,6 +265,12 @@ func (s *session) recordUnrunnable(c plan.Candidate) (bool, error) {
 	case plan.KindStale:
 		t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, c.Attempt, c.Open.TraceID)
 		return true, s.stale(t, c.Open)
+	case plan.KindEarly:
+		t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, 1, "")
+		if err := s.skip(t, ledger.ReasonDuplicate, "a run whose clock was ahead took this slot early, before a clock correction: a slot runs once"); err != nil {
+			return true, err
+		}
+		return true, s.recordDropped(c)
 	}
 	return false, nil
 }

@@ -111,6 +111,7 @@ type snapshot struct {
 	Signatures  map[string]time.Time   `json:"signatures"`   // trigger signature id -> when it stops being accepted
 	RolledBack  map[string]time.Time   `json:"rolled_back"`  // run id -> when its rollback completed
 	ActorRuns   map[string][]time.Time `json:"actor_runs"`   // run starts within RateWindow
+	Early       map[string]time.Time   `json:"early"`        // own slots run early by a clock a correction voided: key -> slot (correct.go)
 }
 
 // Schedule is what the ledger says about one schedule.
@@ -223,6 +224,7 @@ func emptySnapshot() snapshot {
 		RolledBack:  map[string]time.Time{},
 		Known:       map[string]string{},
 		ActorRuns:   map[string][]time.Time{},
+		Early:       map[string]time.Time{},
 	}
 }
 
@@ -442,6 +444,8 @@ func (s *State) Apply(e *ledger.Event) {
 		}
 	case ledger.LedgerMigrated:
 		s.Moved = moveOf(e)
+	case ledger.ClockCorrected:
+		s.correct(e)
 	}
 }
 
@@ -731,6 +735,12 @@ func (s *State) Checkpoint(ts time.Time) []*ledger.Event {
 			snap.RolledBack[run] = at
 		}
 	}
+	snap.Early = map[string]time.Time{}
+	for k, slot := range s.Early {
+		if sc := s.Schedules[idOf(k)]; sc == nil || slot.After(sc.LastSlot) {
+			snap.Early[k] = slot // still ahead of its schedule: not decided again yet
+		}
+	}
 	snap.ActorRuns = map[string][]time.Time{}
 	for a, runs := range s.ActorRuns {
 		for _, t := range runs {
@@ -847,5 +857,6 @@ func (s *State) add(snap *snapshot) {
 	maps.Copy(s.RolledBack, snap.RolledBack)
 	maps.Copy(s.Known, snap.Known)
 	maps.Copy(s.ActorRuns, snap.ActorRuns)
+	maps.Copy(s.Early, snap.Early)
 	s.view(s.Now) // the newest run start
 }
