@@ -49,7 +49,8 @@ func (p *probe) workflows() Check {
 	c := Check{Name: Workflows, Title: "workflows keep credentials from tools and the key to the default branch", Tier2: true}
 	env := p.in.Policies.Trust.EnvironmentName()
 	c.Fix = fmt.Sprintf("in .github/workflows: `persist-credentials: false` under every actions/checkout step's with:, `environment: %s` on every job given %s, "+
-		"and `permissions:` writing no more than contents, pull-requests and issues on jobs that run astra (`astra init --force` rewrites the workflows it wrote so)", env, KeyEnv)
+		"`permissions:` writing no more than contents, pull-requests and issues on jobs that run astra, and no --now, --test-clock or ASTRA_NOW for astra "+
+		"(`astra init --force` rewrites the workflows it wrote so)", env, KeyEnv)
 	entries, err := repofs.ReadDir(p.in.Root, workflowsDir)
 	if err != nil {
 		c.Status, c.Found = Fail, "no workflows in "+workflowsDir+": nothing runs astra in CI"
