@@ -42,7 +42,8 @@ that voids what was decided after T:
     no slot runs twice;
   - claims made after T end (the next run records them lost and retries
     them per policy); retries set in the future are due at once; approval
-    requests made after T and still pending end (the next slot asks again).
+    requests made after T and still pending end (the next slot asks again);
+    keys completed and runs started in the future count from the correction.
 
 T may not be later than now, and this command's own clock is checked
 against a trusted time like any run's. It needs the correct_clock
@@ -115,6 +116,12 @@ func (a *app) printCorrection(c *state.Correction, dry bool) {
 	}
 	for _, id := range c.Approvals {
 		fmt.Fprintf(w, "  the approval request of %s ends: its next slot asks again\n", id)
+	}
+	for _, key := range c.Keys {
+		fmt.Fprintf(w, "  %s completed in the future: done from now, for %s\n", key, keyRetention)
+	}
+	for _, actor := range c.Actors {
+		fmt.Fprintf(w, "  %s's run starts in the future no longer count against its rate limits\n", actor)
 	}
 	fmt.Fprintln(w, "`astra schedules next` shows when each schedule runs next")
 }

@@ -36,7 +36,8 @@ func CorrectClock(store *ledger.Store, st *state.State, after, now time.Time, re
 	}
 	c.Early = early
 	if c.Empty() {
-		return nil, errkind.Usagef("nothing was decided after %s that a correction would void: no schedule's last slot, claim, retry or approval request lies after it",
+		return nil, errkind.Usagef("nothing was decided after %s that a correction would void: no schedule's last slot, claim, retry, approval request, "+
+			"completed key or run start lies after it",
 			after.Format(time.RFC3339))
 	}
 	return &c, nil

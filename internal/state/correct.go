@@ -45,11 +45,14 @@ type Correction struct {
 	Claims    []string             `json:"claims,omitempty"`    // keys of the claims that end
 	Retries   []string             `json:"retries,omitempty"`   // keys of the retries due at once
 	Approvals []string             `json:"approvals,omitempty"` // schedules whose pending request ends
+	Keys      []string             `json:"keys,omitempty"`      // manual and event keys completed after the correction: done from it
+	Actors    []string             `json:"actors,omitempty"`    // actors with run starts after the correction, which stop counting
 }
 
 // Empty reports whether the correction voids nothing.
 func (c *Correction) Empty() bool {
-	return len(c.Early) == 0 && len(c.Slots) == 0 && len(c.Claims) == 0 && len(c.Retries) == 0 && len(c.Approvals) == 0
+	return len(c.Early) == 0 && len(c.Slots) == 0 && len(c.Claims) == 0 && len(c.Retries) == 0 && len(c.Approvals) == 0 &&
+		len(c.Keys) == 0 && len(c.Actors) == 0
 }
 
 // Voids is what a correction at at, voiding what was decided after
@@ -72,6 +75,16 @@ func (s *State) Voids(after, at time.Time) Correction {
 	for _, id := range slices.Sorted(maps.Keys(s.Approvals)) {
 		if a := s.Approvals[id]; a.Status == ledger.StatusPending && a.RequestedAt.After(after) {
 			c.Approvals = append(c.Approvals, id)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Done)) {
+		if s.Done[k].After(at) {
+			c.Keys = append(c.Keys, k)
+		}
+	}
+	for _, a := range slices.Sorted(maps.Keys(s.ActorRuns)) {
+		if slices.ContainsFunc(s.ActorRuns[a], func(t time.Time) bool { return t.After(at) }) {
+			c.Actors = append(c.Actors, a)
 		}
 	}
 	return c
@@ -107,13 +120,11 @@ func (s *State) correct(e *ledger.Event) {
 	for _, id := range v.Approvals {
 		delete(s.Approvals, id)
 	}
-	for k, t := range s.Done {
-		if t.After(at) {
-			s.Done[k] = at
-		}
+	for _, k := range v.Keys {
+		s.Done[k] = at
 	}
-	for actor, runs := range s.ActorRuns {
-		s.ActorRuns[actor] = slices.DeleteFunc(runs, func(t time.Time) bool { return t.After(at) })
+	for _, a := range v.Actors {
+		s.ActorRuns[a] = slices.DeleteFunc(s.ActorRuns[a], func(t time.Time) bool { return t.After(at) })
 	}
 	maps.Copy(s.Early, c.Early)
 	s.view(s.Now) // the newest run start, and what open claims hold

@@ -27,6 +27,9 @@ func TestClockCorrection(t *testing.T) {
 	st.Done["h@manual:x"] = ahead
 	st.ActorRuns["astra"] = []time.Time{ts("2026-11-22T01:00:30Z"), ahead}
 
+	if v := st.Voids(after, at); len(v.Keys) != 1 || len(v.Actors) != 1 || len(v.Claims) != 1 || len(v.Retries) != 1 || len(v.Approvals) != 1 || len(v.Slots) != 1 {
+		t.Fatalf("voids %+v", v)
+	}
 	d, _ := json.Marshal(Correction{After: after, Early: map[string]time.Time{"h@2027-11-22T00:00:00Z": ts("2027-11-22T00:00:00Z")}})
 	st.Apply(&ledger.Event{TS: at, Event: ledger.ClockCorrected, Status: ledger.StatusCorrected, Detail: d})
 
@@ -51,7 +54,7 @@ func TestClockCorrection(t *testing.T) {
 	if !st.RanEarly("h@2027-11-22T00:00:00Z") || st.RanEarly("h@2027-11-22T01:00:00Z") {
 		t.Errorf("early %v", st.Early)
 	}
-	if v := st.Voids(after, at); len(v.Slots) != 0 || len(v.Retries) != 0 || len(v.Approvals) != 0 {
+	if v := st.Voids(after, at); len(v.Slots) != 0 || len(v.Retries) != 0 || len(v.Approvals) != 0 || len(v.Keys) != 0 || len(v.Actors) != 0 {
 		t.Errorf("a second correction would void %+v", v)
 	}
 
