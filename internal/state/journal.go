@@ -146,8 +146,8 @@ func NewJournal(store *ledger.Store, st *State, tail ledger.Tail, clock func() t
 	}}
 }
 
-// MarkClock has every event this journal records, month checkpoints
-// included, say which clock dated it: ledger.ClockTest for a test clock.
+// MarkClock has every event this journal dates (and the month checkpoints
+// they open) say which clock dated it: ledger.ClockTest for a test clock.
 func (j *Journal) MarkClock(mark string) { j.mark = mark }
 
 // State is the state as of the last recorded event.
@@ -219,10 +219,7 @@ func (j *Journal) Record(evs ...*ledger.Event) error {
 	var main []*ledger.Event
 	for _, e := range evs {
 		if e.TS.IsZero() {
-			e.TS = now
-		}
-		if e.Clock == "" {
-			e.Clock = j.mark
+			e.TS, e.Clock = now, j.mark // an event recorded again keeps the clock that dated it
 		}
 		if !j.sides[1].only(e.Event) {
 			main = append(main, e)
@@ -266,7 +263,7 @@ func (j *Journal) appendMain(main []*ledger.Event) ([]*ledger.Event, error) {
 	if newMonth && !j.tail.Empty() {
 		cp := j.st.Checkpoint(main[0].TS)
 		for _, e := range cp {
-			e.Clock = j.mark
+			e.Clock = main[0].Clock // dated as the event that opens the month
 		}
 		apply = append(cp, main...)
 	}
