@@ -49,7 +49,7 @@ func TestPeakRSS(t *testing.T) {
 			v, code := peakRSS(t, bin, repo, "validate")
 			if code == 0 {
 				gitCommitAll(t, repo)
-				if _, code := peakRSS(t, bin, repo, "run-due", "--no-push", "--now", "2026-10-01T00:00:00Z"); code != 0 {
+				if _, code := peakRSS(t, bin, repo, "run-due", "--no-push", "--now", "2026-10-01T00:00:00Z", "--test-clock"); code != 0 {
 					t.Fatalf("first run exited %d", code)
 				}
 			}

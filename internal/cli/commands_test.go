@@ -104,7 +104,7 @@ func TestRunTriggerDecision(t *testing.T) {
 	}
 
 	a, _, _ := testApp(t, dir, env)
-	a.v.Set("now", "2026-11-22T11:00:00Z")
+	a.nowFlag, a.testClock = "2026-11-22T11:00:00Z", true
 	err := a.runTrigger(ctx, triggerOptions{event: "order.paid", run: runFlags{dryRun: true}})
 	if !errors.Is(err, errkind.ErrRefused) || !strings.Contains(err.Error(), "no signature, but ASTRA_TRIGGER_SECRET requires one") {
 		t.Fatalf("unsigned, dry run: %v", err)
@@ -122,8 +122,9 @@ func TestRunTriggerDecision(t *testing.T) {
 	}
 
 	a, out, _ := testApp(t, dir, env)
-	a.v.Set("now", "2026-11-22T11:00:00Z")
-	sig := identity.SignTrigger([]byte("relay-secret-1"), "order.paid", nil, time.Date(2026, 11, 22, 10, 59, 50, 0, time.UTC))
+	a.nowFlag, a.testClock = "2026-11-22T11:00:00Z", true
+	// Signed now: the signature's window is the machine's clock, not --now.
+	sig := identity.SignTrigger([]byte("relay-secret-1"), "order.paid", nil, time.Now().Add(-10*time.Second))
 	if err := a.runTrigger(ctx, triggerOptions{event: "order.paid", signature: sig}); err != nil {
 		t.Fatalf("signed: %v\n%s", err, out)
 	}
@@ -134,7 +135,7 @@ func TestRunTriggerDecision(t *testing.T) {
 
 func TestRunSchedulesNext(t *testing.T) {
 	a, out, _ := testApp(t, standardFixture(t), nil)
-	a.v.Set("now", "2026-03-29T00:30:00Z")
+	a.nowFlag = "2026-03-29T00:30:00Z"
 	a.v.Set("json", true)
 	if err := a.runSchedulesNext(context.Background(), schedulesNextOptions{count: 2}); err != nil {
 		t.Fatal(err)

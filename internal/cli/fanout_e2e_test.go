@@ -72,7 +72,7 @@ case "$ASTRA_PAYLOAD" in *'"lock"'*) rmdir "$SIDE/db.lock" ;; esac
 	gittest.Must(tb, seed, "commit", "-qm", "seed")
 	gittest.Must(tb, seed, "remote", "add", "origin", r.remote)
 	gittest.Must(tb, seed, "push", "-q", "origin", "main")
-	if out, code := r.astra(seed, "run-due", "--now", "2026-11-22T00:00:30Z"); code != 0 {
+	if out, code := r.astra(seed, "run-due", "--now", "2026-11-22T00:00:30Z", "--test-clock"); code != 0 {
 		tb.Fatalf("first run-due exited %d:\n%s", code, out)
 	}
 	return r
@@ -112,7 +112,7 @@ func (r *fanOutRepo) clone(tb testing.TB, name string) string {
 func (r *fanOutRepo) fanOut(tb testing.TB, now string, parallel int) ([]runner.Job, time.Duration, []string) {
 	tb.Helper()
 	start := time.Now()
-	out, code := r.astra(r.clone(tb, "plan-"+now), "plan", "--json", "--limit", "256", "--max-parallel", fmt.Sprint(parallel), "--now", now)
+	out, code := r.astra(r.clone(tb, "plan-"+now), "plan", "--json", "--limit", "256", "--max-parallel", fmt.Sprint(parallel), "--now", now, "--test-clock")
 	if code != 0 {
 		tb.Fatalf("plan exited %d:\n%s", code, out)
 	}
@@ -143,7 +143,7 @@ func (r *fanOutRepo) fanOut(tb testing.TB, now string, parallel int) ([]runner.J
 				return
 			}
 			began := time.Now()
-			out, code := r.astra(dir, "run", "--claim", j.Key, "--now", now, "--json")
+			out, code := r.astra(dir, "run", "--claim", j.Key, "--now", now, "--test-clock", "--json")
 			var rep struct {
 				Raced int `json:"raced"`
 			}
@@ -170,7 +170,7 @@ func (r *fanOutRepo) fanOut(tb testing.TB, now string, parallel int) ([]runner.J
 func (r *fanOutRepo) sequential(tb testing.TB, now string) time.Duration {
 	tb.Helper()
 	start := time.Now()
-	if out, code := r.astra(r.clone(tb, "seq-"+now), "run-due", "--max-parallel", "1", "--limit", "100", "--now", now); code != 0 {
+	if out, code := r.astra(r.clone(tb, "seq-"+now), "run-due", "--max-parallel", "1", "--limit", "100", "--now", now, "--test-clock"); code != 0 {
 		tb.Fatalf("run-due exited %d:\n%s", code, out)
 	}
 	return time.Since(start)

@@ -34,7 +34,7 @@ func killRuns(ts *testscript.TestScript, neg bool, args []string) {
 	var log bytes.Buffer
 	for i := range n {
 		now := from.Add(time.Duration(i) * step).Format(time.RFC3339)
-		cmd := exec.Command("astra", append([]string{"--repo", args[1], "run-due", "--now", now}, args[4:]...)...)
+		cmd := exec.Command("astra", append([]string{"--repo", args[1], "run-due", "--now", now, "--test-clock"}, args[4:]...)...)
 		cmd.Path = filepath.Join(firstPathWith(ts.Getenv("PATH"), "astra"), "astra")
 		cmd.Dir, cmd.Env = ts.Getenv("WORK"), env
 		var out bytes.Buffer

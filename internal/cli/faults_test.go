@@ -143,7 +143,7 @@ actors:
 // start starts `astra run-due` at the next --now.
 func (f *faultRig) start() (*exec.Cmd, *bytes.Buffer) {
 	f.t.Helper()
-	cmd := exec.Command("astra", "--repo", f.repo, "run-due", "--repair", "--now", f.now.Format(time.RFC3339))
+	cmd := exec.Command("astra", "--repo", f.repo, "run-due", "--repair", "--now", f.now.Format(time.RFC3339), "--test-clock")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.root, "TMPDIR=" + os.TempDir(), "SIDE=" + f.side, "ASTRA_SANDBOX_WRITABLE=" + filepath.Dir(f.side),
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull}
 	if f.tamper {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-github/v60/github"
 	"github.com/rogpeppe/go-internal/testscript"
@@ -62,6 +63,7 @@ func setupScriptEnv(env *testscript.Env) error {
 //	github workflow-permissions read|write
 //	github merge N LOGIN             LOGIN merges pull request N (approves it)
 //	github fail METHOD PATH STATUS   the next matching request fails
+//	github skew DURATION             its answers' Date is DURATION from now (-8760h: a runner's clock looks a year ahead)
 func scriptGitHubCmd(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
 		ts.Fatalf("usage: github start|admin|ruleset|environment|secret|workflow-permissions|fail ...")
@@ -120,6 +122,10 @@ func scriptGitHubCmd(ts *testscript.TestScript, neg bool, args []string) {
 		token := "gho_" + args[2] + "Token0000000000000000000001"
 		srv.AddUser(token, args[2])
 		srv.Merge(g.tb, n, token)
+	case "skew":
+		d, err := time.ParseDuration(args[1])
+		ts.Check(err)
+		srv.SkewDate(d)
 	case "fail":
 		status, err := strconv.Atoi(args[3])
 		ts.Check(err)

@@ -33,7 +33,7 @@ func (c *ciRun) run(now string, args ...string) (string, int) {
 	for k, v := range c.env {
 		environ = append(environ, k+"="+v) // the last of a name counts
 	}
-	argv := append([]string{"--repo", dir, "--now", now}, args...)
+	argv := append([]string{"--repo", dir, "--now", now, "--test-clock"}, args...)
 	code := Execute(context.Background(), argv, strings.NewReader(""), &stdout, &stderr, environ)
 	c.t.Logf("astra %s -> %d\n%s%s", strings.Join(args, " "), code, stdout.String(), stderr.String())
 	return stdout.String() + stderr.String(), code

@@ -102,8 +102,8 @@ func TestInterruptDuringTool(t *testing.T) {
 		}
 		return out.String()
 	}
-	run("run-due", "--now", "2026-11-22T00:00:30Z")
-	code, stdout, stderr := interrupt(t, clone, filepath.Join(sideOf(clone), "started"), os.Interrupt, "run-due", "--now", "2026-11-22T01:00:30Z")
+	run("run-due", "--now", "2026-11-22T00:00:30Z", "--test-clock")
+	code, stdout, stderr := interrupt(t, clone, filepath.Join(sideOf(clone), "started"), os.Interrupt, "run-due", "--now", "2026-11-22T01:00:30Z", "--test-clock")
 	if code != errkind.ExitInterrupted {
 		t.Errorf("exit %d, want %d", code, errkind.ExitInterrupted)
 	}
@@ -143,10 +143,10 @@ exit 0
 	clone, remote := interruptRepo(t, hook)
 	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(remote, "release"), nil, 0o644) })
 	var out bytes.Buffer
-	if code := Execute(t.Context(), []string{"--repo", clone, "run-due", "--now", "2026-11-22T00:00:30Z"}, strings.NewReader(""), &out, &out, os.Environ()); code != 0 {
+	if code := Execute(t.Context(), []string{"--repo", clone, "run-due", "--now", "2026-11-22T00:00:30Z", "--test-clock"}, strings.NewReader(""), &out, &out, os.Environ()); code != 0 {
 		t.Fatalf("first run: exit %d\n%s", code, out.String())
 	}
-	code, stdout, stderr := interrupt(t, clone, filepath.Join(remote, "in-push"), syscall.SIGTERM, "run-due", "--only", "quick", "--now", "2026-11-22T02:00:30Z")
+	code, stdout, stderr := interrupt(t, clone, filepath.Join(remote, "in-push"), syscall.SIGTERM, "run-due", "--only", "quick", "--now", "2026-11-22T02:00:30Z", "--test-clock")
 	if code != errkind.ExitInterrupted {
 		t.Errorf("exit %d, want %d", code, errkind.ExitInterrupted)
 	}

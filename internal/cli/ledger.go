@@ -18,12 +18,12 @@ import (
 func (a *app) ledgerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ledger",
-		Short: "Inspect, verify and repair the ledger in var/schedules",
+		Short: "Inspect, verify, repair, move and correct the clock of the ledger in var/schedules",
 		Example: `  astra ledger verify
   astra ledger cat | jq 'select(.event == "run.failed")'
   astra ledger repair`,
 	}
-	cmd.AddCommand(a.ledgerVerifyCmd(), a.ledgerCatCmd(), a.ledgerRepairCmd(), a.ledgerMigrateCmd())
+	cmd.AddCommand(a.ledgerVerifyCmd(), a.ledgerCatCmd(), a.ledgerRepairCmd(), a.ledgerMigrateCmd(), a.ledgerCorrectClockCmd())
 	return cmd
 }
 
@@ -167,7 +167,11 @@ a crash, and needs a human (restore the file from git).`,
 
 // runLedgerRepair is `astra ledger repair`.
 func (a *app) runLedgerRepair(_ context.Context, _ ledgerRepairOptions) error {
-	rep, err := ledgerops.Repair(a.repo(), a.v.GetInt64("ledger.segment_size"), a.now, a.ledgerGit())
+	clock, err := a.ledgerClock()
+	if err != nil {
+		return err
+	}
+	rep, err := ledgerops.Repair(a.repo(), a.v.GetInt64("ledger.segment_size"), clock, a.ledgerGit())
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,10 @@ ledger is back on the branch you check out).`,
 
 // runLedgerMigrate is `astra ledger migrate`.
 func (a *app) runLedgerMigrate(ctx context.Context, o ledgerMigrateOptions) error {
+	clock, err := a.ledgerClock()
+	if err != nil {
+		return err
+	}
 	repo, err := gitops.Open(a.gitOptions(o.to))
 	switch {
 	case err != nil: // not a repository, an invalid branch name, ...
@@ -68,7 +72,7 @@ func (a *app) runLedgerMigrate(ctx context.Context, o ledgerMigrateOptions) erro
 			return err
 		}
 	}
-	m, err := ledgerops.Migrate(ctx, repo, ledgerops.MigrateOptions{From: o.from, To: o.to, Clock: a.now,
+	m, err := ledgerops.Migrate(ctx, repo, ledgerops.MigrateOptions{From: o.from, To: o.to, Clock: clock,
 		SegmentSize: a.v.GetInt64("ledger.segment_size"), RunnerID: a.runnerID()})
 	if err != nil {
 		return err

@@ -98,7 +98,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	for day := 1; day <= 22; day++ {
 		for _, hour := range []int{1, 9, 17} {
-			astra("run-due", "--no-git", "--now", fmt.Sprintf("2026-11-%02dT%02d:00:05Z", day, hour))
+			astra("run-due", "--no-git", "--now", fmt.Sprintf("2026-11-%02dT%02d:00:05Z", day, hour), "--test-clock")
 		}
 	}
 	now := "2026-11-22T18:30:00Z"

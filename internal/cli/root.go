@@ -40,6 +40,11 @@ type app struct {
 	getenv  func(string) string // a variable of environ, "" when unset
 	cfg     *model.Config       // the configuration of the run, once loaded
 	tracer  *telemetry.Tracer
+	// nowFlag is --now and testClock --test-clock: flags only, never a
+	// setting or a variable, so no file or environment moves the clock
+	// of a run that records (clock.go).
+	nowFlag   string
+	testClock bool
 }
 
 // newApp is the state of one invocation. Everything astra prints goes
@@ -108,8 +113,9 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 	f.String("config", "", "settings file (default: <repo>/.astra.yaml when present)")
 	f.Bool("json", false, "print machine-readable JSON")
 	f.BoolP("verbose", "v", false, "print more detail")
-	f.String("now", "", "pretend the current time is this RFC3339 instant (what-if runs and tests)")
-	for _, name := range []string{"repo", "config", "json", "verbose", "now"} {
+	f.StringVar(&a.nowFlag, "now", "", "pretend the current time is this RFC3339 instant: what-if answers and dry runs (a run that records needs --test-clock too)")
+	f.BoolVar(&a.testClock, "test-clock", false, "let a run that records take its time from --now, for tests: every event it writes says \"clock\":\"test\"")
+	for _, name := range []string{"repo", "config", "json", "verbose"} {
 		_ = a.v.BindPFlag(name, f.Lookup(name))
 	}
 	root.AddCommand(
@@ -143,8 +149,11 @@ func (a *app) loadSettings(cmd *cobra.Command) error {
 	for _, k := range settingKeys() {
 		_ = v.BindEnv(k)
 	}
-	for _, k := range []string{"repo", "config", "json", "verbose", "now"} {
+	for _, k := range []string{"repo", "config", "json", "verbose"} {
 		_ = v.BindEnv(k)
+	}
+	if err := a.checkNowFlag(); err != nil {
+		return err
 	}
 	setDefaults(v)
 	repo := v.GetString("repo")
@@ -183,6 +192,9 @@ func (a *app) loadSettings(cmd *cobra.Command) error {
 		}
 	}
 	if data != nil {
+		if err := refuseNowSetting(cfgFile, data); err != nil {
+			return err
+		}
 		v.SetConfigType("yaml")
 		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
 			return errkind.Usagef("%s: %w", cfgFile, err)
@@ -191,15 +203,7 @@ func (a *app) loadSettings(cmd *cobra.Command) error {
 			return err
 		}
 	}
-	if err := checkSettingBounds(v); err != nil {
-		return err
-	}
-	if now := v.GetString("now"); now != "" {
-		if _, err := time.Parse(time.RFC3339, now); err != nil {
-			return errkind.Usagef("--now %q is not an RFC3339 time such as 2026-11-22T09:00:00Z", now)
-		}
-	}
-	return nil
+	return checkSettingBounds(v)
 }
 
 // gitTopLevel walks up from dir to the directory holding .git; without one
@@ -221,17 +225,6 @@ func (a *app) repo() string { return a.v.GetString("repo") }
 func (a *app) json() bool   { return a.v.GetBool("json") }
 
 func (a *app) verbose() bool { return a.v.GetBool("verbose") }
-
-// now is the time of this invocation, in UTC, and the time its events are
-// stamped with: --now fixes it (what-if runs and tests), else the wall
-// clock.
-func (a *app) now() time.Time {
-	if s := a.v.GetString("now"); s != "" {
-		t, _ := time.Parse(time.RFC3339, s) // checked in loadSettings
-		return t.UTC()
-	}
-	return time.Now().UTC()
-}
 
 func (a *app) inGitHubActions() bool { return a.getenv("GITHUB_ACTIONS") == "true" }
 

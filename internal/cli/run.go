@@ -28,7 +28,9 @@ func (a *app) runCmd() *cobra.Command {
 applies: tier 2 and approval-bound tools need an approval, tier 1 counts
 against the per-day budget, scopes and rate limits apply. The ledger marks
 it scheduled_vs_manual: manual. The idempotency key defaults to one per
-schedule per minute; a key that completed is never run again.
+schedule per minute. A key that completed does not run again for ` + keyRetention + `
+from its completion, across months too (a run with it is recorded as
+skipped, duplicate); after that the same key is a new request.
 
 With --claim KEY (default $ASTRA_CLAIM) it is a job of the matrix that
 'astra plan' wrote: it takes the claim that plan made and runs that task,
@@ -49,7 +51,7 @@ under its budgets and as run-due would; a claim that is not open for a job
 	}
 	o.run.register(cmd)
 	byFlag(cmd, &o.by)
-	cmd.Flags().StringVar(&o.key, "idempotency-key", "", "the run's idempotency key; a key that completed never runs again")
+	cmd.Flags().StringVar(&o.key, "idempotency-key", "", "the run's idempotency key; a key that completed does not run again for "+keyRetention)
 	cmd.Flags().StringVar(&o.claim, "claim", "", "run the task astra plan claimed under this key, as a job of its matrix (default $ASTRA_CLAIM)")
 	return cmd
 }

@@ -99,16 +99,17 @@ func (a *app) schedulesNextCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "next [schedule...]",
 		Short: "Show what run-due will run next for each schedule, and when",
-		Long: `next shows, for each enabled time-triggered schedule (or the schedules named
-by id or name), what a run-due at --now (default: the wall clock) would
+		Long: `next shows, for each time-triggered schedule (or the schedules named by id
+or name), what a run-due at --now (default: the wall clock) would
 take up (slots due now, retries whose backoff passed, approved requests,
 slots it would record as missed), what waits (retries backing off, runs in
 progress), and the next fire times after that. It reads the ledger as
 run-due does: a slot already decided is not shown again, so after a run
 whose clock was ahead the schedule waits for that slot, and says so. A gate
 that would hold the schedule now (a budget pause, quarantine, a per-day
-budget spent) is noted. Times are shown in UTC and in the schedule's own
-time zone.`,
+budget spent) is noted. A disabled schedule (enabled: false) says so: none
+of its slots is due, now or later, and its retries wait for it. Times are
+shown in UTC and in the schedule's own time zone.`,
 		Example: `  astra schedules next
   astra schedules next --count 5 morning_health_check
   astra schedules next --now 2026-03-29T00:00:00Z --json`,
@@ -142,7 +143,7 @@ func (a *app) runSchedulesNext(_ context.Context, o schedulesNextOptions) error 
 	for _, w := range plan.ClockWarnings(cfg, st, tail.TS, now) {
 		fmt.Fprintf(a.stderr, "warning: %s\n", w)
 	}
-	out := introspect.Upcoming(cfg, st, selected, len(o.schedules) > 0, now, o.count)
+	out := introspect.Upcoming(cfg, st, selected, now, o.count)
 	return printRows(a, out, "", "ID\tNAME\tTRIGGER\tNEXT (UTC)\tLOCAL\tNOTE", nextLines)
 }
 
@@ -157,6 +158,10 @@ func nextLines(n introspect.Next) string {
 			id, name, trig = "", "", ""
 		}
 		lines = append(lines, fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", id, name, trig, t.UTC().Format(time.RFC3339), t.In(loc).Format("Mon 2006-01-02 15:04 MST"), note))
+	}
+	if n.Disabled {
+		lines = append(lines, fmt.Sprintf("%s\t%s\t%s\t-\t-\tdisabled (enabled: false): no slot is due, now or later; enabled again, it resumes at its next slot",
+			n.ID, n.Name, n.Trigger))
 	}
 	for _, d := range n.Due {
 		add(d.Slot, d.Note)

@@ -406,13 +406,13 @@ func hmacSign(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // signtrigger SECRET EVENT FILE TIME VAR: set $VAR to the timestamped
-// signature of EVENT with FILE as payload, made at TIME (RFC3339), as a
+// signature of EVENT with FILE as payload, made at TIME (scriptTime), as a
 // system calling astra trigger would sign it.
 func signTrigger(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 5 {
 		ts.Fatalf("usage: signtrigger secret event file time var")
 	}
-	at, err := time.Parse(time.RFC3339, args[3])
+	at, err := scriptTime(args[3])
 	ts.Check(err)
 	ts.Setenv(args[4], identity.SignTrigger([]byte(args[0]), args[1], []byte(ts.ReadFile(args[2])), at))
 }
@@ -429,9 +429,23 @@ func closedPort(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Check(l.Close())
 }
 
+// scriptTime reads a time of a script: RFC3339, or "now" on the machine's
+// clock, which signatures and tokens are checked against, with an offset
+// ("now-10m", "now+720h").
+func scriptTime(s string) (time.Time, error) {
+	rest, ok := strings.CutPrefix(s, "now")
+	if !ok {
+		return time.Parse(time.RFC3339, s)
+	}
+	if rest == "" {
+		return time.Now(), nil
+	}
+	d, err := time.ParseDuration(rest)
+	return time.Now().Add(d), err
+}
+
 // signjwt ISSUER AUDIENCE TIME VAR [LIFETIME [JTI]]: set $VAR to a JWT of
-// ISSUER for AUDIENCE (subject "caller"), issued at TIME (RFC3339, or
-// "now" for the machine's clock) and valid for LIFETIME (default 5m),
+// ISSUER for AUDIENCE (subject "caller"), issued at TIME (scriptTime) and valid for LIFETIME (default 5m),
 // with jti JTI (default a fresh one). It is signed by the key of the
 // script's identity provider (jwtissuer) when ISSUER is its URL, else by
 // a key of its own (kid "k1") that no key set holds.
@@ -439,12 +453,9 @@ func signJWT(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) < 4 || len(args) > 6 {
 		ts.Fatalf("usage: signjwt issuer audience time var [lifetime [jti]]")
 	}
-	at := time.Now().Truncate(time.Second)
-	if args[2] != "now" {
-		var err error
-		at, err = time.Parse(time.RFC3339, args[2])
-		ts.Check(err)
-	}
+	at, err := scriptTime(args[2])
+	ts.Check(err)
+	at = at.Truncate(time.Second)
 	life := 5 * time.Minute
 	if len(args) > 4 {
 		var err error

@@ -48,7 +48,7 @@ func checkSettingKeys(v *viper.Viper, file string) error {
 	known := settingKeys()
 	var bad []string
 	for _, k := range v.AllKeys() {
-		if !slices.Contains(known, k) && !slices.Contains([]string{"repo", "config", "json", "verbose", "now"}, k) {
+		if !slices.Contains(known, k) && !slices.Contains([]string{"repo", "config", "json", "verbose"}, k) {
 			bad = append(bad, k)
 		}
 	}

@@ -82,8 +82,8 @@ actors:
 		Execute(context.Background(), append([]string{"--repo", dir}, args...), strings.NewReader(""), &out, &out, environ)
 		return out.String()
 	}
-	astra("run-due", "--no-push", "--now", "2026-11-22T08:00:00Z")
-	out := astra("run-due", "--no-push", "--now", "2026-11-22T09:00:10Z")
+	astra("run-due", "--no-push", "--now", "2026-11-22T08:00:00Z", "--test-clock")
+	out := astra("run-due", "--no-push", "--now", "2026-11-22T09:00:10Z", "--test-clock")
 	if !strings.Contains(out, "ran") {
 		t.Fatalf("run-due:\n%s", out)
 	}

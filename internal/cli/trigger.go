@@ -40,7 +40,9 @@ func (a *app) triggerCmd() *cobra.Command {
 every gate, marked scheduled_vs_manual: event. The event's JSON payload
 (--payload-file, or - for stdin) reaches tools as ASTRA_EVENT (http tools:
 "event" in the body). The idempotency key defaults to a hash of event and
-payload: an event relayed twice runs once.
+payload: an event relayed twice runs once. A key that completed does not
+run again for ` + keyRetention + ` from its completion, across months too; after that
+the same key is a new request.
 
 Who triggers: a person holding the trigger permission (GitHub's actor in CI,
 a mapped git email locally), or a caller from another system with a JWT
@@ -75,7 +77,7 @@ fetched was not checked at all: nothing runs, nothing is recorded, exit 3.`,
 	cmd.Flags().StringVar(&o.signature, "signature", "", "t=<unix>,v1=<hex> (or sha256=<hex> from GitHub) when ASTRA_TRIGGER_SECRET is set")
 	cmd.Flags().StringVar(&o.jwt, "jwt", "", "a JWT from an issuer configured in policies (default $ASTRA_TRIGGER_JWT)")
 	cmd.Flags().StringVar(&o.githubEvent, "github-event", "", "the X-GitHub-Event of a relayed GitHub delivery signed sha256=... (default $ASTRA_GITHUB_EVENT)")
-	cmd.Flags().StringVar(&o.key, "idempotency-key", "", "the event's idempotency key (default: hash of event and payload)")
+	cmd.Flags().StringVar(&o.key, "idempotency-key", "", "the event's idempotency key (default: hash of event and payload); a key that completed does not run again for "+keyRetention)
 	byFlag(cmd, &o.by)
 	return cmd
 }
@@ -106,15 +108,13 @@ func (a *app) runTrigger(ctx context.Context, o triggerOptions) error {
 		return err
 	}
 	caller, err := identity.AuthenticateTrigger(ctx, identity.TriggerAuth{
-		Event: o.event, Payload: payload, Key: o.key, Now: a.now(),
+		Event: o.event, Payload: payload, Key: o.key, // identity's clock: the machine's, never --now
 		Secret:      []byte(a.getenv("ASTRA_TRIGGER_SECRET")),
 		Signature:   cmp.Or(strings.TrimSpace(o.signature), strings.TrimSpace(a.getenv("ASTRA_TRIGGER_SIGNATURE"))),
 		GitHubEvent: cmp.Or(strings.TrimSpace(o.githubEvent), strings.TrimSpace(a.getenv("ASTRA_GITHUB_EVENT"))),
 		JWT:         cmp.Or(strings.TrimSpace(o.jwt), strings.TrimSpace(a.getenv("ASTRA_TRIGGER_JWT"))),
-		// A token's expiry is the machine's clock's to judge: --now moves
-		// the run's time, never a credential's.
-		Verifier: identity.NewVerifier(cfg.Policies.Issuers, nil, nil),
-		Person:   a.person(cfg, o.by, o.run),
+		Verifier:    identity.NewVerifier(cfg.Policies.Issuers, nil, nil),
+		Person:      a.person(cfg, o.by, o.run),
 	})
 	var refusal *identity.TriggerRefusal
 	switch {

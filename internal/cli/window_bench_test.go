@@ -51,7 +51,7 @@ func BenchmarkExitToOutcome(b *testing.B) {
 	at := time.Date(2026, 11, 22, 0, 0, 30, 0, time.UTC)
 	run := func() {
 		var out bytes.Buffer
-		if code := Execute(context.Background(), []string{"--repo", repo, "--now", at.Format(time.RFC3339), "run-due"}, strings.NewReader(""), &out, &out, os.Environ()); code != 0 {
+		if code := Execute(context.Background(), []string{"--repo", repo, "--now", at.Format(time.RFC3339), "--test-clock", "run-due"}, strings.NewReader(""), &out, &out, os.Environ()); code != 0 {
 			b.Fatalf("run-due exited %d:\n%s", code, out.String())
 		}
 		at = at.Add(time.Minute)

@@ -76,6 +76,11 @@ func githubTools(fc *forge.Client) func(context.Context, *model.Tool, map[string
 // newRunner wires a runner for cfg: executor, git and GitHub as available.
 func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit int) (*runner.Runner, error) {
 	a.cfg = cfg
+	if !f.dryRun {
+		if err := a.recording(); err != nil {
+			return nil, err
+		}
+	}
 	red := a.redactor()
 	fc, err := a.forgeClient()
 	if err != nil {
@@ -85,7 +90,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 		return nil, errkind.Usagef("tracing: %w", err)
 	}
 	opts := runner.Options{
-		Root: a.repo(), Clock: a.now, DryRun: f.dryRun, Limit: limit, Filter: filter, Repair: f.repair,
+		Root: a.repo(), Clock: a.now, TestClock: a.testClock, DryRun: f.dryRun, Limit: limit, Filter: filter, Repair: f.repair,
 		NoPush: f.noPush || !a.v.GetBool("git.push"), RunnerID: a.runnerID(), SegmentSize: a.v.GetInt64("ledger.segment_size"),
 		OutputTail: a.v.GetInt("ledger.output_tail"), Secret: []byte(a.getenv("ASTRA_APPROVAL_SECRET")), Getenv: a.getenv,
 		Redact: red, MaxParallel: f.maxParallel, CI: a.inGitHubActions(), Tracer: a.tracer, TraceParent: a.getenv("TRACEPARENT"),
@@ -118,6 +123,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 			return nil, errkind.Default(err, errkind.ErrInfra)
 		}
 	}
+	opts.TrustedTime, opts.Untimed = a.trustedTime(fc, git)
 	var approvals runner.Forge
 	if fc != nil && a.v.GetBool("github.approvals") {
 		approvals = fc

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v60/github"
 
@@ -300,4 +301,24 @@ func (c *Client) DefaultWorkflowPermissions(ctx context.Context) (WorkflowPermis
 		return WorkflowPermissions{}, c.classify(err, "read the default workflow permissions")
 	}
 	return WorkflowPermissions{Default: p.GetDefaultWorkflowPermissions(), CanApprovePullRequestReviews: p.GetCanApprovePullRequestReviews()}, nil
+}
+
+// ServerTime is the time GitHub says it is: the Date header of its answer
+// to GET /repos/{o}/{r}, which every token may read. A run checks its
+// clock against it before it records. Any answer counts, an error status
+// too (Date is GitHub's clock whatever it says about access); no answer is
+// errkind.ErrInfra.
+func (c *Client) ServerTime(ctx context.Context) (time.Time, error) {
+	_, resp, err := c.gh.Repositories.Get(ctx, c.owner, c.repo)
+	if resp == nil || resp.Response == nil {
+		if err == nil {
+			err = errors.New("no answer")
+		}
+		return time.Time{}, errkind.Infra(c.fail(err, "ask GitHub the time"))
+	}
+	t, perr := http.ParseTime(resp.Header.Get("Date"))
+	if perr != nil {
+		return time.Time{}, errkind.Infra(c.failf("GitHub answered GET /repos/%s without a Date header", c.Repository()))
+	}
+	return t.UTC(), nil
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-github/v60/github"
 
@@ -184,5 +185,24 @@ func TestPullRequestFiles(t *testing.T) {
 	}
 	if _, err := c.PullRequestFiles(ctx, 99); !errors.Is(err, forge.ErrNotFound) {
 		t.Fatalf("missing PR: %v", err)
+	}
+}
+
+// GitHub's time is the Date of its answer, an error's too; no answer is
+// an outage.
+func TestServerTime(t *testing.T) {
+	srv, c, _ := setup(t)
+	srv.SkewDate(-365 * 24 * time.Hour)
+	got, err := c.ServerTime(context.Background())
+	if err != nil || (time.Until(got)+365*24*time.Hour).Abs() > time.Minute {
+		t.Fatalf("a year behind: %v %v", got, err)
+	}
+	srv.FailNext("GET", "/repos/"+repoName, 404, nil)
+	if got2, err := c.ServerTime(context.Background()); err != nil || got2.Sub(got).Abs() > time.Minute {
+		t.Fatalf("a 404's Date: %v %v", got2, err)
+	}
+	_, down, _ := setup(t, func(o *forge.Options) { o.APIURL = "http://127.0.0.1:1"; o.MaxRetries = -1 })
+	if _, err := down.ServerTime(context.Background()); !errors.Is(err, errkind.ErrInfra) {
+		t.Fatalf("no answer: %v", err)
 	}
 }

@@ -24,9 +24,11 @@ type TriggerAuth struct {
 	// so the event name must come with it, and Event must be github.<it>.
 	GitHubEvent string
 	JWT         string // --jwt, else ASTRA_TRIGGER_JWT: a caller from another system
-	Now         time.Time
-	Verifier    *Verifier // checks a JWT against the policies' issuers; nil: none configured
-	Person      Env       // who a person is, when there is no JWT (Resolve)
+	// Clock is the machine's clock (nil: time.Now), never a what-if time:
+	// a signature's window is the real one, whatever --now says.
+	Clock    func() time.Time
+	Verifier *Verifier // checks a JWT against the policies' issuers; nil: none configured
+	Person   Env       // who a person is, when there is no JWT (Resolve)
 }
 
 // TriggerCaller is an authenticated trigger.
@@ -105,7 +107,11 @@ func AuthenticateTrigger(ctx context.Context, a TriggerAuth) (TriggerCaller, err
 		}
 		c.GitHubEvent = gh
 	default:
-		v, err := VerifyTrigger(a.Secret, sig, a.Event, a.Payload, a.Now, 0)
+		clock := a.Clock
+		if clock == nil {
+			clock = time.Now
+		}
+		v, err := VerifyTrigger(a.Secret, sig, a.Event, a.Payload, clock(), 0)
 		if err != nil {
 			return refuseSignature(err.Error())
 		}

@@ -67,7 +67,7 @@ func TestAuthenticateTrigger(t *testing.T) {
 		{name: "timestamped signature", auth: TriggerAuth{Secret: secret, Signature: signed, Person: person}, want: "octocat", signed: true},
 		{name: "timestamped signature for another event", auth: TriggerAuth{Event: "order.refund", Secret: secret, Signature: signed, Person: person},
 			kind: errkind.ErrRefused, sig: true, want: "does not match event order.refund"},
-		{name: "timestamped signature too old", auth: TriggerAuth{Secret: secret, Signature: signed, Person: person, Now: jwtNow.Add(time.Hour)},
+		{name: "timestamped signature too old", auth: TriggerAuth{Secret: secret, Signature: signed, Person: person, Clock: func() time.Time { return jwtNow.Add(time.Hour) }},
 			kind: errkind.ErrRefused, sig: true, want: "outside the 5m0s window"},
 		{name: "malformed signature", auth: TriggerAuth{Secret: secret, Signature: "v1=abc", Person: person}, kind: errkind.ErrRefused, sig: true,
 			want: `signature must look like "t=<unix seconds>,v1=<64 hex digits>"`},
@@ -104,8 +104,8 @@ func TestAuthenticateTrigger(t *testing.T) {
 			if a.Event == "" {
 				a.Event = event
 			}
-			if a.Now.IsZero() {
-				a.Now = jwtNow
+			if a.Clock == nil {
+				a.Clock = func() time.Time { return jwtNow }
 			}
 			got, err := AuthenticateTrigger(context.Background(), a)
 			if c.kind == nil {
@@ -128,5 +128,23 @@ func TestAuthenticateTrigger(t *testing.T) {
 				t.Errorf("a caller %+v came with the error", got.By)
 			}
 		})
+	}
+}
+
+// A trigger's signature window is the machine's clock's: without a clock
+// of its own, AuthenticateTrigger asks time.Now, so a signature made a
+// month ago is refused whatever time a run is asked to pretend it is.
+func TestTriggerWindowIsTheMachinesClock(t *testing.T) {
+	secret, payload := []byte("relay-secret-1"), []byte(`{"order":42}`)
+	person := Env{Getenv: func(string) string { return "" }, By: "octocat", Unverified: true}
+	for _, c := range []struct {
+		at   time.Time
+		want bool
+	}{{time.Now(), true}, {time.Now().Add(-30 * 24 * time.Hour), false}, {time.Now().Add(30 * 24 * time.Hour), false}} {
+		_, err := AuthenticateTrigger(context.Background(), TriggerAuth{Event: "order.paid", Payload: payload, Secret: secret,
+			Signature: SignTrigger(secret, "order.paid", payload, c.at), Person: person})
+		if (err == nil) != c.want {
+			t.Errorf("signed at %s: %v, want accepted %v", c.at.Format(time.RFC3339), err, c.want)
+		}
 	}
 }

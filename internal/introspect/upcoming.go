@@ -25,6 +25,9 @@ type Next struct {
 	// slot before it is due.
 	LastDecided time.Time `json:"last_decided_slot,omitzero"`
 	Held        string    `json:"held,omitempty"` // a gate that holds the schedule now
+	// Disabled: enabled: false. Its slots are not due now or later, its
+	// retries wait; enabled again, it resumes at its next slot.
+	Disabled bool `json:"disabled,omitempty"`
 }
 
 // Due is a candidate a run at now takes up.
@@ -47,15 +50,12 @@ type Wait struct {
 
 // Upcoming describes what run-due will do about each of schedules at now,
 // from the planner's own answer (plan.UpcomingOf) and the gates as they
-// stand, with up to count fire times each. A disabled schedule is left out
-// unless the schedules were named; so is one without a time trigger that
-// has nothing due or waiting.
-func Upcoming(cfg *model.Config, st *state.State, schedules []*model.Schedule, named bool, now time.Time, count int) []Next {
+// stand, with up to count fire times each. A schedule without a time
+// trigger that has nothing due or waiting is left out; a disabled one is
+// shown as disabled, with what waits for it.
+func Upcoming(cfg *model.Config, st *state.State, schedules []*model.Schedule, now time.Time, count int) []Next {
 	var out []Next
 	for _, s := range schedules {
-		if !s.Enabled && !named {
-			continue
-		}
 		n := upcoming(cfg, st, s, now, count)
 		if s.Spec == nil && len(n.Due) == 0 && len(n.Waiting) == 0 {
 			continue
@@ -72,11 +72,12 @@ var dueNotes = map[plan.Kind]string{
 	plan.KindMissed:   "too late for the catch-up window: recorded as missed, not run",
 	plan.KindLost:     "its run stopped without an outcome: recorded as lost, then retried",
 	plan.KindStale:    "a retry too late for the catch-up window: dead-lettered, not run",
+	plan.KindEarly:    "ran early, at a clock a correction voided: recorded as a duplicate, not run again",
 }
 
 func upcoming(cfg *model.Config, st *state.State, s *model.Schedule, now time.Time, count int) Next {
 	u := plan.UpcomingOf(s, st, now, count)
-	n := Next{ID: s.ID, Name: s.Name, Trigger: TriggerOf(s), Timezone: s.Timezone, Next: u.Next, LastDecided: u.Ahead}
+	n := Next{ID: s.ID, Name: s.Name, Trigger: TriggerOf(s), Timezone: s.Timezone, Next: u.Next, LastDecided: u.Ahead, Disabled: !s.Enabled}
 	if n.Next == nil {
 		n.Next = []time.Time{}
 	}
@@ -105,6 +106,9 @@ func upcoming(cfg *model.Config, st *state.State, s *model.Schedule, now time.Ti
 		switch o.Status {
 		case state.OpenRetry:
 			w.At, w.Note = o.RetryAt, fmt.Sprintf("attempt %d of the slot %s, after its backoff", o.Attempt, o.Slot.UTC().Format(time.RFC3339))
+			if n.Disabled {
+				w.Note = fmt.Sprintf("attempt %d of the slot %s, once the schedule is enabled again", o.Attempt, o.Slot.UTC().Format(time.RFC3339))
+			}
 		default:
 			w.At, w.Note = o.Deadline, fmt.Sprintf("running (runner %s); counted as lost if it has no outcome by then", o.Runner)
 		}

@@ -28,6 +28,7 @@ func AppendJSON(dst []byte, e *Event) []byte {
 	dst = append(dst, `{"seq":`...)
 	dst = strconv.AppendInt(dst, e.Seq, 10)
 	dst = appendTimeField(dst, `,"ts":`, e.TS, true)
+	dst = appendStringField(dst, `,"clock":`, e.Clock, false)
 	dst = appendStringField(dst, `,"event":`, string(e.Event), true)
 	dst = appendStringField(dst, `,"schedule_id":`, e.ScheduleID, true)
 	dst = appendTimeField(dst, `,"slot":`, e.Slot, true)
@@ -255,7 +256,7 @@ func (s *scanner) errorf(format string, args ...any) error {
 
 // fieldNames lists the keys Decode understands, to refuse keys that differ
 // only in case (encoding/json would match those; we would not).
-var fieldNames = []string{"seq", "ts", "event", "schedule_id", "slot", "idempotency_key", "actor", "tenant", "tool",
+var fieldNames = []string{"seq", "ts", "clock", "event", "schedule_id", "slot", "idempotency_key", "actor", "tenant", "tool",
 	"tier", "autonomy", "status", "reason", "trace_id", "scheduled_vs_manual", "attempt", "usage", "output", "error", "pr", "by",
 	"expires_at", "payload_hash", "retry_at", "runner", "period", "threshold", "spent_usd", "limit_usd", "detail", "prev"}
 
@@ -282,6 +283,8 @@ func (s *scanner) event(d *decoder, e *Event) (prev []byte, err error) {
 			e.Seq, err = s.int()
 		case "ts":
 			e.TS, err = s.time()
+		case "clock":
+			e.Clock, err = s.str(d, true)
 		case "event":
 			var v string
 			v, err = s.interned(d, &d.lastEvent)

@@ -61,6 +61,9 @@ const (
 	LedgerRepaired   Kind = "ledger.repaired"
 	LedgerCheckpoint Kind = "ledger.checkpoint"
 	LedgerMigrated   Kind = "ledger.migrated" // the ledger moved to another branch (status failed: the move was cancelled)
+	// ClockCorrected voids what a wrong clock decided after a time a
+	// person named (astra ledger correct-clock; state.Correction).
+	ClockCorrected Kind = "ledger.clock_corrected"
 
 	// TrustRiskAccepted: tier 2 ran without the safety posture it needs,
 	// as policies' trust.accept_risk accepts; once per run, with the
@@ -82,6 +85,7 @@ const (
 	ReasonMissed          = "missed"      // superseded or too late under the catch-up policy
 	ReasonDeadLetter      = "dead_letter" // schedule quarantined after dead-lettering
 	ReasonPosture         = "posture"     // tier 2 without the safety posture it needs (astra doctor)
+	ReasonDisabled        = "disabled"    // the slots that fell while a schedule was disabled, counted once when it is enabled again
 
 	ReasonBudgetExceeded = "budget_exceeded"
 	ReasonLost           = "lost" // claimed, runner died before recording an outcome
@@ -117,7 +121,13 @@ const (
 	StatusContinued  = "continued" // a ledger.checkpoint that continues the one before it
 	StatusStored     = "stored"
 	StatusPurged     = "purged"
+	StatusDisabled   = "disabled"  // schedule.created or .updated of a definition with enabled: false
+	StatusCorrected  = "corrected" // ledger.clock_corrected
 )
+
+// ClockTest is the clock field of an event a test clock dated (--now
+// with --test-clock): not the machine's time, whatever its ts says.
+const ClockTest = "test"
 
 // Modes for the scheduled_vs_manual field.
 const (
@@ -153,6 +163,7 @@ func (u Usage) Add(o Usage) Usage {
 type Event struct {
 	Seq            int64     `json:"seq"`
 	TS             time.Time `json:"ts"`
+	Clock          string    `json:"clock,omitempty"` // ClockTest when a test clock dated it; "" for the machine's
 	Event          Kind      `json:"event"`
 	ScheduleID     string    `json:"schedule_id"`
 	Slot           time.Time `json:"slot"`

@@ -25,7 +25,7 @@ var t0 = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 func sample(i int) *Event {
 	slot := t0.Add(time.Duration(i) * time.Hour)
 	return &Event{
-		TS: t0.Add(time.Duration(i) * time.Minute), Event: RunCompleted, ScheduleID: "sch_1234abcd", Slot: slot,
+		TS: t0.Add(time.Duration(i) * time.Minute), Clock: ClockTest, Event: RunCompleted, ScheduleID: "sch_1234abcd", Slot: slot,
 		IdempotencyKey: "sch_1234abcd@" + slot.Format(time.RFC3339), Actor: "n8n_workflow_7", Tenant: "zora",
 		Tool: "deploy_to_vercel", Tier: 2, Autonomy: "L2", Status: "ok", Reason: ReasonBudgetExceeded, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
 		Mode: ModeScheduled, Attempt: 2, Usage: Usage{Tokens: 1200, Cost: 12_500, WallClockMS: 2300, ToolCalls: 3},
@@ -62,7 +62,7 @@ func TestCodecRoundTrip(t *testing.T) {
 	for i := range 50 {
 		e := sample(i)
 		if i%3 == 0 {
-			e.Usage, e.Detail, e.Slot, e.Tenant = Usage{}, nil, time.Time{}, ""
+			e.Usage, e.Detail, e.Slot, e.Tenant, e.Clock = Usage{}, nil, time.Time{}, "", ""
 		}
 		line := AppendJSON(nil, e)
 		if !json.Valid(line) {
@@ -100,6 +100,7 @@ func TestCodecAgreesWithEncodingJSON(t *testing.T) {
 		`{"seq":4,"tier":null,"event":null,"detail":null,"usage":null}`,
 		`{"seq":5,"threshold":0.5,"spent_usd":-0,"limit_usd":12345678.901234}`,
 		`{"seq":6,"ts":"2026-11-22T09:00:00.123456789Z"}`,
+		`{"seq":7,"clock":"test","ts":"2026-11-22T09:00:00Z"}`, `{"seq":8,"clock":null}`,
 		`{}`,
 	}
 	for _, l := range lines {
@@ -113,7 +114,7 @@ func TestCodecAgreesWithEncodingJSON(t *testing.T) {
 	}
 	bad := []string{
 		``, `[]`, `{"seq":1`, `{"seq":1,}`, `{"seq":01}`, `{"seq":1.5}`, `{"seq":"1"}`, `{"seq":1} x`,
-		`{"output":"a` + "\x01" + `b"}`, `{"SEQ":1}`, `{"ts":"yesterday"}`, `{"x":tru}`, `{"usage":{"Tokens":1}}`,
+		`{"output":"a` + "\x01" + `b"}`, `{"SEQ":1}`, `{"Clock":"test"}`, `{"clock":1}`, `{"ts":"yesterday"}`, `{"x":tru}`, `{"usage":{"Tokens":1}}`,
 		`{"limit_usd":12345678901234567890}`, `{"usage":{"cost_usd":"1"}}`,
 	}
 	for _, l := range bad {

@@ -31,7 +31,7 @@ type Mover interface {
 // MigrateOptions say where the ledger moves.
 type MigrateOptions struct {
 	From, To    string // branches of the remote
-	Clock       func() time.Time
+	Clock       Clock
 	SegmentSize int64
 	RunnerID    string
 }
@@ -97,9 +97,6 @@ func Migrate(ctx context.Context, g Mover, o MigrateOptions) (*Migration, error)
 	if o.From == o.To {
 		return nil, errkind.Usagef("the ledger is on %s already", o.To)
 	}
-	if o.Clock == nil {
-		o.Clock = time.Now
-	}
 	for round := 1; ; round++ {
 		m, err := migrate(ctx, g, o)
 		if errors.Is(err, gitops.ErrRejected) {
@@ -151,7 +148,7 @@ func migrate(ctx context.Context, g Mover, o MigrateOptions) (*Migration, error)
 		return m, err
 	}
 
-	j := state.NewJournal(src.store, src.st, src.tail, o.Clock, false)
+	j := o.Clock.journal(src.store, src.st, src.tail)
 	anchors := []ledger.Anchor{src.tail.Anchor()}
 	if retired == "" {
 		detail, _ := json.Marshal(state.MigrationDetail{From: o.From, To: o.To, Commit: source})
@@ -310,7 +307,7 @@ func (t *ledgerTree) load(branch, commit string, o MigrateOptions) error {
 		}
 	}
 	var err error
-	if t.st, t.tail, err = state.Replay(main, o.Clock().UTC()); err != nil {
+	if t.st, t.tail, err = state.Replay(main, o.Clock.now()); err != nil {
 		return errkind.Ledger(err, "")
 	}
 	return nil

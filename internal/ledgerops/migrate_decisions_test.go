@@ -16,7 +16,7 @@ import (
 // the branch it leaves says, and what is refused before anything moves.
 
 func fakeMove(f *fakeRemote, from, to string) (*Migration, error) {
-	return Migrate(context.Background(), f, MigrateOptions{From: from, To: to, Clock: clock, RunnerID: "test"})
+	return Migrate(context.Background(), f, MigrateOptions{From: from, To: to, Clock: Clock{Now: clock}, RunnerID: "test"})
 }
 
 // A move to a branch the remote does not have: the source takes the

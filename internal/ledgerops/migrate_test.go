@@ -120,7 +120,7 @@ func (f *moveFixture) protect(branch string) {
 func (f *moveFixture) unprotect() { _ = os.Remove(filepath.Join(f.remote, "hooks", "pre-receive")) }
 
 func (f *moveFixture) migrate(g Mover, from, to string) (*Migration, error) {
-	return Migrate(context.Background(), g, MigrateOptions{From: from, To: to, Clock: func() time.Time { return moveNow }, RunnerID: "test"})
+	return Migrate(context.Background(), g, MigrateOptions{From: from, To: to, Clock: Clock{Now: func() time.Time { return moveNow }}, RunnerID: "test"})
 }
 
 // hooked lets a test act before each push of a move.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/ledger"
@@ -25,7 +24,7 @@ type Sizer interface {
 // cut. It returns nil when every log is intact, and refuses damage that is
 // not a torn tail with how to restore the file from git. git may be nil
 // (no repository): then nothing counts as committed.
-func Repair(root string, segmentSize int64, clock func() time.Time, git Sizer) (*ledger.Repaired, error) {
+func Repair(root string, segmentSize int64, clock Clock, git Sizer) (*ledger.Repaired, error) {
 	main := ledger.Open(root, segmentSize)
 	for _, store := range []*ledger.Store{main, ledger.OpenApprovalLog(root), ledger.OpenDir(root, state.MemoryDir, 0)} {
 		segs, err := store.Segments()
@@ -47,12 +46,12 @@ func Repair(root string, segmentSize int64, clock func() time.Time, git Sizer) (
 		case err != nil:
 			return nil, errkind.Ledger(err, RepairHint(ce))
 		}
-		st, tail, err := state.Replay(main, clock().UTC())
+		st, tail, err := state.Replay(main, clock.now())
 		if err != nil {
 			return nil, errkind.Ledger(fmt.Errorf("still broken after repair: %w", err), "")
 		}
 		detail, _ := json.Marshal(rep)
-		j := state.NewJournal(main, st, tail, clock, false)
+		j := clock.journal(main, st, tail)
 		if err := j.Record(&ledger.Event{Event: ledger.LedgerRepaired, Status: ledger.StatusOK, Detail: detail,
 			Error: fmt.Sprintf("cut %d bytes at offset %d of %s, kept %d complete lines", rep.Dropped, rep.Offset, rep.File, rep.Salvaged)}); err != nil {
 			return rep, errkind.Default(err, errkind.ErrInfra)

@@ -17,11 +17,12 @@ const (
 	VerbTrigger         = "trigger"
 	VerbRollback        = "rollback"
 	VerbInitForce       = "init_force"
+	VerbCorrectClock    = "correct_clock"
 )
 
 // Verbs lists every verb, in the order the documentation gives them.
 var Verbs = []string{VerbApprove, VerbReject, VerbResume, VerbDeadLetterRetry, VerbMemoryPurge,
-	VerbRun, VerbTrigger, VerbRollback, VerbInitForce}
+	VerbRun, VerbTrigger, VerbRollback, VerbInitForce, VerbCorrectClock}
 
 // Issuer is an OIDC issuer whose JWTs may call astra (astra trigger --jwt).
 type Issuer struct {

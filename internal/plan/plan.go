@@ -31,6 +31,7 @@ const (
 	KindManual   Kind = "manual"   // astra run
 	KindEvent    Kind = "event"    // astra trigger
 	KindChain    Kind = "chain"    // chain_next after another run
+	KindEarly    Kind = "early"    // a slot a run took early, at a clock a correction voided: record it, run nothing
 )
 
 // Candidate is one slot the runner should consider.
@@ -135,7 +136,16 @@ func openBySchedule(st *state.State) map[string][]string {
 func candidates(s *model.Schedule, st *state.State, keys []string, now time.Time) []Candidate {
 	cs := open(s, st, keys, now)
 	if s.Enabled {
-		cs = append(cs, slots(s, st, now)...)
+		for _, c := range slots(s, st, now) {
+			if c.Kind == KindSlot && st.RanEarly(c.Key) {
+				c.Kind = KindEarly // it ran already: a slot runs once
+			}
+			cs = append(cs, c)
+		}
+	} else {
+		// Disabled: nothing of it runs. Its retries and an approved run
+		// wait until it is enabled again; a lost claim is still recorded.
+		cs = slices.DeleteFunc(cs, func(c Candidate) bool { return c.Kind != KindLost })
 	}
 	slices.SortFunc(cs, func(a, b Candidate) int {
 		if c := a.Slot.Compare(b.Slot); c != 0 {
@@ -346,6 +356,30 @@ func slots(s *model.Schedule, st *state.State, now time.Time) []Candidate {
 		dropped(s, &c, countFrom, latest.Add(-time.Nanosecond), more)
 		return []Candidate{c}
 	}
+}
+
+// Disabled is what a schedule enabled again at now left behind while it was
+// disabled: the slots after its last decided one up to now, none of which
+// is due later. Slot and Key are the newest of them, which the runner
+// records as skipped (reason disabled) so that the catch-up policy applies
+// from now; Missed counts them (within the counting horizon), MissedFirst
+// and MissedLast bound them. ok is false when no slot fell.
+func Disabled(s *model.Schedule, st *state.State, now time.Time) (c Candidate, ok bool) {
+	b := base(s, st)
+	if s.Spec == nil || b.IsZero() || !now.After(b) {
+		return c, false
+	}
+	latest := s.Spec.Prev(now)
+	if latest.IsZero() || !latest.After(b) {
+		return c, false
+	}
+	countFrom, more := b, false
+	if h := now.Add(-countHorizon); countFrom.Before(h) {
+		countFrom, more = h, true
+	}
+	c = Candidate{Kind: KindMissed, Schedule: s, Slot: latest, Key: ledger.SlotKey(s.ID, latest), Mode: ledger.ModeScheduled, Attempt: 1}
+	dropped(s, &c, countFrom, latest, more)
+	return c, true
 }
 
 // dropped sets what c's catch-up policy leaves out: the slots in

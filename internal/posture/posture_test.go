@@ -295,6 +295,16 @@ func TestChecks(t *testing.T) {
 		{name: "no workflows", check: Workflows, want: Fail, found: "no workflows", files: map[string]string{".github/workflows/astra.yml": ""}},
 		{name: "astra run from a script", check: Workflows, want: Pass, files: map[string]string{
 			".github/workflows/astra.yml": strings.Replace(goodWorkflow, "uses: astra-gitops/astra@v1.2.3", "run: ./bin/astra run-due", 1)}},
+		{name: "a what-if clock in a script", check: Workflows, want: Fail, found: "astra.yml:17: job run-due passes --now to astra", files: map[string]string{
+			".github/workflows/astra.yml": strings.Replace(goodWorkflow, "uses: astra-gitops/astra@v1.2.3", "run: ./bin/astra run-due --now 2030-01-01T00:00:00Z", 1)}},
+		{name: "a test clock in the action's args", check: Workflows, want: Fail, found: "passes --test-clock to astra", files: map[string]string{
+			".github/workflows/astra.yml": strings.Replace(goodWorkflow, "        env:\n", "        with:\n          args: --limit 5 --test-clock\n        env:\n", 1)}},
+		{name: "ASTRA_NOW in a step", check: Workflows, want: Fail, found: "job run-due sets ASTRA_NOW", files: map[string]string{
+			".github/workflows/astra.yml": strings.Replace(goodWorkflow, "        env:\n", "        env:\n          ASTRA_NOW: 2030-01-01T00:00:00Z\n", 1)}},
+		{name: "ASTRA_NOW for the workflow", check: Workflows, want: Fail, found: "job run-due sets ASTRA_NOW", files: map[string]string{
+			".github/workflows/astra.yml": strings.Replace(goodWorkflow, "jobs:\n", "env:\n  ASTRA_NOW: 2030-01-01T00:00:00Z\njobs:\n", 1)}},
+		{name: "--now of a tool is not astra's", check: Workflows, want: Pass, files: map[string]string{
+			".github/workflows/other.yml": "on: push\npermissions: {}\njobs:\n  x:\n    runs-on: x\n    steps:\n      - run: date --now\n"}},
 
 		// environment
 		{name: "no environment", check: Environment, want: Fail, found: "there is no environment astra", modify: func(s *setup) { s.f.env = nil }},

@@ -22,6 +22,12 @@ var allowedWrites = map[string]bool{"contents": true, "pull-requests": true, "is
 // runsAstra matches a run: script that invokes astra.
 var runsAstra = regexp.MustCompile(`(^|[\s;&|(/])astra\s+[a-z]`)
 
+// whatIf matches the flags that move astra's clock: a workflow is
+// production, and its runs are on the machine's clock (a run that records
+// refuses --now without --test-clock; a workflow passing both would date
+// what CI records by whatever it says).
+var whatIf = regexp.MustCompile(`(^|\s)--(now|test-clock)(=|\s|$)`)
+
 // workflowCheck is what the workflows check found.
 type workflowCheck struct {
 	problems   []string
@@ -43,7 +49,8 @@ func (p *probe) workflows() Check {
 	c := Check{Name: Workflows, Title: "workflows keep credentials from tools and the key to the default branch", Tier2: true}
 	env := p.in.Policies.Trust.EnvironmentName()
 	c.Fix = fmt.Sprintf("in .github/workflows: `persist-credentials: false` under every actions/checkout step's with:, `environment: %s` on every job given %s, "+
-		"and `permissions:` writing no more than contents, pull-requests and issues on jobs that run astra (`astra init --force` rewrites the workflows it wrote so)", env, KeyEnv)
+		"`permissions:` writing no more than contents, pull-requests and issues on jobs that run astra, and no --now, --test-clock or ASTRA_NOW for astra "+
+		"(`astra init --force` rewrites the workflows it wrote so)", env, KeyEnv)
 	entries, err := repofs.ReadDir(p.in.Root, workflowsDir)
 	if err != nil {
 		c.Status, c.Found = Fail, "no workflows in "+workflowsDir+": nothing runs astra in CI"
@@ -115,9 +122,19 @@ func (w *workflowCheck) check(file string, data []byte, env string) {
 					w.add(file, step.Line, "job %s: actions/checkout keeps the token in .git/config, where tools can read it (persist-credentials: false)", id)
 				}
 			}
-			if strings.HasPrefix(strings.ToLower(uses), "astra-gitops/astra@") || runsAstra.MatchString(scalar(get(step, "run"))) {
+			action := strings.HasPrefix(strings.ToLower(uses), "astra-gitops/astra@")
+			if run := scalar(get(step, "run")); action || runsAstra.MatchString(run) {
 				astra = true
+				if m := whatIf.FindStringSubmatch(run + "\n" + scalar(get(get(step, "with"), "args"))); m != nil {
+					w.add(file, step.Line, "job %s passes --%s to astra: a workflow runs on the machine's clock (--now and --test-clock are for what-if runs and tests)", id, m[2])
+				}
 			}
+			if get(get(step, "env"), "ASTRA_NOW") != nil {
+				w.add(file, step.Line, "job %s sets ASTRA_NOW, which astra refuses: --now is a flag of what-if runs", id)
+			}
+		}
+		if get(get(job, "env"), "ASTRA_NOW") != nil || get(get(root, "env"), "ASTRA_NOW") != nil {
+			w.add(file, job.Line, "job %s sets ASTRA_NOW, which astra refuses: --now is a flag of what-if runs", id)
 		}
 		holdsKey := wfKey || mentionsKey(job) || scalar(get(job, "secrets")) == "inherit"
 		if holdsKey {

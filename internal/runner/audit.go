@@ -8,6 +8,7 @@ import (
 
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 )
 
@@ -57,6 +58,46 @@ type changeHistory interface {
 
 // schedulesDir is where schedule files live (config.SchedulesDir).
 const schedulesDir = "schedules"
+
+// PauseDetail is the Detail of the run.skipped (reason disabled) that a
+// schedule enabled again records once: the slots that fell while it was
+// disabled, as a count and its bounds. None of them runs later.
+type PauseDetail struct {
+	Count int       `json:"count"`
+	More  bool      `json:"more,omitempty"` // Count covers only the last 5 years: there were more
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	Since time.Time `json:"disabled_at,omitzero"` // when the ledger first saw it disabled
+}
+
+// pause is a schedule enabled again, and since when the ledger knew it
+// disabled.
+type pause struct {
+	sc    *model.Schedule
+	since time.Time
+}
+
+// recordPause records, once, the slots that fell while a schedule was
+// disabled, as one skip of the newest (so its next slot is its first
+// after now, and its catch-up policy applies from now).
+func (s *session) recordPause(p pause) error {
+	sc := p.sc
+	c, ok := plan.Disabled(sc, s.state(), s.now)
+	if !ok {
+		return nil
+	}
+	d := PauseDetail{Count: c.Missed, More: c.MissedMore, First: c.MissedFirst.UTC(), Last: c.MissedLast.UTC(), Since: p.since}
+	count := fmt.Sprint(d.Count)
+	if d.More {
+		count = "more than " + count
+	}
+	t := s.newTask(c.Kind, sc, c.Slot, c.Key, c.Mode, 1, "")
+	detail := fmt.Sprintf("%s slot(s) from %s to %s fell while the schedule was disabled: none runs later", count, d.First.Format(time.RFC3339), d.Last.Format(time.RFC3339))
+	t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionSkipped, ledger.ReasonDisabled, detail
+	ev := s.skipEvent(t, ledger.ReasonDisabled, detail)
+	ev.Detail, _ = json.Marshal(d)
+	return s.record(ev)
+}
 
 // maxHistoryWalk bounds the commits read to find who changed a schedule
 // file: astra commits every run, so this covers weeks of a busy

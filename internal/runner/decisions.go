@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/ledgerops"
 	"github.com/astra-gitops/astra/internal/memory"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/state"
 )
 
 // Decisions a human takes outside a run. Each names who takes it (an
@@ -38,6 +41,7 @@ var verbPhrases = map[string]string{
 	model.VerbMemoryPurge:     "purge the memory of",
 	model.VerbRollback:        "roll back",
 	model.VerbInitForce:       "overwrite the setup of",
+	model.VerbCorrectClock:    "void",
 }
 
 // refuse builds the refusal of verb on target by id; sc is the schedule
@@ -230,4 +234,29 @@ func (r *Runner) record(ctx context.Context, command string, build func(s *sessi
 		return nil, errkind.Default(err, errkind.ErrInfra)
 	}
 	return s.report, errkind.Default(s.finish(ctx), errkind.ErrInfra)
+}
+
+// CorrectClock records the correction of a wrong clock: what was decided
+// after after is voided (state.Correction says what that means), so the
+// schedules resume at their next real slot and no slot runs twice. The
+// correction is dated by this run's clock, which is held to a trusted time
+// like any run's; reason says why, and is recorded with who decided it.
+func (r *Runner) CorrectClock(ctx context.Context, after time.Time, reason string, id identity.Identity) (*Report, *state.Correction, error) {
+	var c *state.Correction
+	rep, err := r.record(ctx, "ledger correct-clock", func(s *session) ([]*ledger.Event, error) {
+		if err := s.permit(ctx, model.VerbCorrectClock, "the decisions made after "+after.UTC().Format(time.RFC3339), id, nil); err != nil {
+			return nil, err
+		}
+		var err error
+		if c, err = ledgerops.CorrectClock(ledger.Open(r.opts.Root, r.opts.SegmentSize), s.state(), after, s.now, reason); err != nil {
+			return nil, err
+		}
+		d, err := json.Marshal(c)
+		if err != nil {
+			return nil, err
+		}
+		return []*ledger.Event{{Event: ledger.ClockCorrected, Status: ledger.StatusCorrected, By: by(id), Detail: d,
+			Error: fmt.Sprintf("what was decided after %s is void: %s", after.UTC().Format(time.RFC3339), reason)}}, nil
+	})
+	return rep, c, err
 }

@@ -206,7 +206,7 @@ func (s *session) reapply(pending []*ledger.Event) error {
 	if err != nil {
 		return errkind.Infraf("replaying the remote ledger: %w", err)
 	}
-	j := state.NewJournal(store, st, tail, s.r.opts.Clock, false)
+	j := s.r.journal(store, st, tail, false)
 	j.Observe(s.ownWrote)
 	var keep []*ledger.Event
 	for _, e := range pending {

@@ -266,6 +266,12 @@ func (s *session) recordUnrunnable(c plan.Candidate) (bool, error) {
 	case plan.KindStale:
 		t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, c.Attempt, c.Open.TraceID)
 		return true, s.stale(t, c.Open)
+	case plan.KindEarly:
+		t := s.newTask(c.Kind, c.Schedule, c.Slot, c.Key, c.Mode, 1, "")
+		if err := s.skip(t, ledger.ReasonDuplicate, "a run whose clock was ahead took this slot early, before a clock correction: a slot runs once"); err != nil {
+			return true, err
+		}
+		return true, s.recordDropped(c)
 	}
 	return false, nil
 }
@@ -318,9 +324,9 @@ func (s *session) busyLanes() map[string]string {
 
 // decideOne gates a single manual or event task.
 func (s *session) decideOne(ctx context.Context, t *task) ([]*task, error) {
-	if _, done := s.state().Done[t.key]; done {
+	if at, done := s.state().Completed(t.key); done {
 		t.outcome.Action, t.outcome.Reason = ActionSkipped, ledger.ReasonDuplicate
-		t.outcome.Detail = "idempotency key " + t.key + " already completed"
+		t.outcome.Detail = "idempotency key " + t.key + " already completed at " + at.UTC().Format(time.RFC3339)
 		return nil, s.record(s.skipEvent(t, ledger.ReasonDuplicate, t.outcome.Detail))
 	}
 	if _, open := s.state().Open[t.key]; open {

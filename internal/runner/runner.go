@@ -49,7 +49,7 @@ type Executor interface {
 // Options configure a run.
 type Options struct {
 	Root        string
-	Clock       func() time.Time // the run's time; --now fixes it
+	Clock       func() time.Time // the run's time: the machine's, or a test clock (TestClock)
 	DryRun      bool
 	Limit       int
 	Filter      plan.Filter
@@ -83,6 +83,15 @@ type Options struct {
 	// stops unless trust.accept_risk. Root, Policies, Run and Tier2Only
 	// are the runner's.
 	Posture posture.Input
+	// TestClock: Clock is a test's fixed time (--now with --test-clock):
+	// every event recorded says "clock":"test", and no trusted time is
+	// asked (clock.go).
+	TestClock bool
+	// TrustedTime are what the clock of a run that records is checked
+	// against, in order (clock.go); Untimed is the warning a run without
+	// any gives ("" for none).
+	TrustedTime []TimeSource
+	Untimed     string
 }
 
 // Runner runs schedules under the configuration.
@@ -95,6 +104,8 @@ type Runner struct {
 	prior recovered // what recoverLeftovers recovered from, for the report
 	// posture is the run's one check of the safety posture (posture.go).
 	posture postureVerdict
+	// clockChecked: the clock was held to a trusted time (clock.go).
+	clockChecked bool
 }
 
 // New returns a runner. git and forge may be nil: then nothing is
@@ -164,6 +175,9 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	if r.git == nil && !r.opts.DryRun {
 		s.report.Warnings = append(s.report.Warnings, "without git (--no-git, or not a git repository): the ledger in var/ was written, but nothing is committed or pushed")
 	}
+	if err := s.checkClock(ctx); err != nil {
+		return nil, err
+	}
 	st, tail, err := state.Replay(store, now)
 	if errors.Is(err, state.ErrIncomplete) && !r.opts.DryRun {
 		if st, tail, err = r.widen(ctx, store, s, err); errors.Is(err, errkind.ErrInfra) {
@@ -172,7 +186,7 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	}
 	var ce *ledger.CorruptError
 	if errors.As(err, &ce) && r.opts.Repair && !r.opts.DryRun {
-		if s.report.Repaired, err = ledgerops.Repair(r.opts.Root, r.opts.SegmentSize, r.opts.Clock, r.git); err != nil {
+		if s.report.Repaired, err = ledgerops.Repair(r.opts.Root, r.opts.SegmentSize, r.clock(), r.git); err != nil {
 			return nil, err
 		}
 		st, tail, err = state.Replay(store, now)
@@ -190,9 +204,24 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	if why := st.Fallback(); why != "" {
 		s.report.Warnings = append(s.report.Warnings, why)
 	}
-	s.j = state.NewJournal(store, st, tail, r.opts.Clock, r.opts.DryRun)
+	s.j = r.journal(store, st, tail, r.opts.DryRun)
 	s.j.Observe(s.ownWrote)
 	return s, nil
+}
+
+// journal records for this run, its events marked when its clock is a
+// test clock.
+func (r *Runner) journal(store *ledger.Store, st *state.State, tail ledger.Tail, dry bool) *state.Journal {
+	j := state.NewJournal(store, st, tail, r.opts.Clock, dry)
+	if r.opts.TestClock {
+		j.MarkClock(ledger.ClockTest)
+	}
+	return j
+}
+
+// clock is the run's clock as ledgerops takes it.
+func (r *Runner) clock() ledgerops.Clock {
+	return ledgerops.Clock{Now: r.opts.Clock, Test: r.opts.TestClock}
 }
 
 // widener is gitops.Repo in a sparse checkout.
@@ -232,10 +261,15 @@ func (s *session) record(evs ...*ledger.Event) error { return s.j.Record(evs...)
 func (s *session) syncSchedules() error {
 	st := s.state()
 	var evs []*ledger.Event
+	var enabled []pause // enabled again: what fell while disabled is recorded once
 	seen := map[string]bool{}
 	for _, sc := range s.r.cfg.Schedules {
 		seen[sc.ID] = true
 		h := definitionHash(sc)
+		// A schedule the ledger knows as enabled while it is not (or the
+		// other way) is updated too: ledgers older than the disabled
+		// status learn it on their first run.
+		wasDisabled := st.Schedules[sc.ID] != nil && st.Schedules[sc.ID].Disabled
 		switch old, ok := st.Known[sc.ID]; {
 		case !ok:
 			evs = append(evs, scheduleEvent(ledger.ScheduleCreated, sc, h))
@@ -244,8 +278,11 @@ func (s *session) syncSchedules() error {
 				n.Next = sc.Spec.Next(s.now)
 			}
 			s.report.NewSchedules = append(s.report.NewSchedules, n)
-		case old != h:
+		case old != h || wasDisabled == sc.Enabled:
 			evs = append(evs, scheduleEvent(ledger.ScheduleUpdated, sc, h))
+			if wasDisabled && sc.Enabled {
+				enabled = append(enabled, pause{sc, st.Schedules[sc.ID].DisabledAt})
+			}
 		}
 	}
 	var gone []string
@@ -259,12 +296,24 @@ func (s *session) syncSchedules() error {
 		evs = append(evs, &ledger.Event{Event: ledger.ScheduleDeleted, ScheduleID: id, Status: ledger.StatusDeleted})
 	}
 	s.attribute(evs)
-	return s.j.Record(evs...)
+	if err := s.j.Record(evs...); err != nil {
+		return err
+	}
+	for _, p := range enabled {
+		if err := s.recordPause(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func scheduleEvent(kind ledger.Kind, sc *model.Schedule, hash string) *ledger.Event {
+	status := ledger.StatusOK
+	if !sc.Enabled {
+		status = ledger.StatusDisabled
+	}
 	return &ledger.Event{Event: kind, ScheduleID: sc.ID, Actor: sc.Actor, Tenant: sc.Tenant, Tool: sc.TargetTool,
-		Tier: int(sc.SafetyTier), Status: ledger.StatusOK, PayloadHash: hash}
+		Tier: int(sc.SafetyTier), Status: status, PayloadHash: hash}
 }
 
 // definitionHash identifies a schedule's resolved definition, so edits show

@@ -125,6 +125,7 @@ type Journal struct {
 	tail     ledger.Tail
 	dry      bool
 	clock    func() time.Time
+	mark     string // the clock field of every event recorded (MarkClock)
 	recorded []*ledger.Event
 	files    []string
 	saved    ledger.Tail // the head of the snapshot on disk, when it is the state's
@@ -176,6 +177,10 @@ func (j *Journal) Observe(fn func(path string, size int64, data []byte, whole bo
 	}
 	j.observe = fn
 }
+
+// MarkClock has every event this journal dates (and the month checkpoints
+// they open) say which clock dated it: ledger.ClockTest for a test clock.
+func (j *Journal) MarkClock(mark string) { j.mark = mark }
 
 // State is the state as of the last recorded event.
 func (j *Journal) State() *State { return j.st }
@@ -246,7 +251,7 @@ func (j *Journal) Record(evs ...*ledger.Event) error {
 	var main []*ledger.Event
 	for _, e := range evs {
 		if e.TS.IsZero() {
-			e.TS = now
+			e.TS, e.Clock = now, j.mark // an event recorded again keeps the clock that dated it
 		}
 		if !j.sides[1].only(e.Event) {
 			main = append(main, e)
@@ -288,7 +293,11 @@ func (j *Journal) appendMain(main []*ledger.Event) ([]*ledger.Event, error) {
 	}
 	apply := main
 	if newMonth && !j.tail.Empty() {
-		apply = append(j.st.Checkpoint(main[0].TS), main...)
+		cp := j.st.Checkpoint(main[0].TS)
+		for _, e := range cp {
+			e.Clock = main[0].Clock // dated as the event that opens the month
+		}
+		apply = append(cp, main...)
 	}
 	if err := j.append(seg, apply); err != nil {
 		return nil, err

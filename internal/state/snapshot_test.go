@@ -241,7 +241,7 @@ func (k *ticks) event(ts time.Time) *ledger.Event {
 		Tool: "t", Tier: r.IntN(3), Mode: mode, Attempt: r.IntN(3), TraceID: fmt.Sprintf("%032x", r.Uint64())}
 	detail := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
 	token := fmt.Sprintf("sha256:%x", r.IntN(6))
-	switch r.IntN(24) {
+	switch r.IntN(25) {
 	case 0, 1, 2, 3:
 		e.Event, e.Status, e.Runner, e.ExpiresAt = ledger.RunClaimed, ledger.StatusClaimed, "r1", ts.Add(10*time.Minute)
 		e.Limit = money.USD(r.IntN(5) * 100000)
@@ -292,7 +292,11 @@ func (k *ticks) event(ts time.Time) *ledger.Event {
 	case 21:
 		e.Event, e.Status, e.Period = ledger.BudgetResumed, ledger.StatusResumed, []string{"day", "month"}[r.IntN(2)]
 	case 22:
-		e.Event, e.Status, e.PayloadHash = []ledger.Kind{ledger.ScheduleCreated, ledger.ScheduleUpdated}[r.IntN(2)], ledger.StatusOK, fmt.Sprintf("sha256:%d", r.IntN(3))
+		e.Event, e.Status, e.PayloadHash = []ledger.Kind{ledger.ScheduleCreated, ledger.ScheduleUpdated}[r.IntN(2)],
+			[]string{ledger.StatusOK, ledger.StatusDisabled}[r.IntN(2)], fmt.Sprintf("sha256:%d", r.IntN(3))
+	case 23:
+		e.Event, e.Status = ledger.ClockCorrected, ledger.StatusCorrected
+		e.Detail = detail(Correction{After: ts.Add(-time.Duration(r.IntN(30)) * time.Minute), Early: map[string]time.Time{key: slot}})
 	default:
 		e.Event = []ledger.Kind{ledger.ScheduleDeleted, ledger.MemoryStored, ledger.NotifySent}[r.IntN(3)]
 		e.Output = "remember this"

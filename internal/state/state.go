@@ -14,10 +14,13 @@ import (
 	"github.com/astra-gitops/astra/internal/money"
 )
 
-// manualKeyTTL is how long a completed manual or event idempotency key is
-// remembered (seed 003: 24h idempotency TTL). Scheduled slots need no
+// KeyRetention is how long a completed manual or event idempotency key is
+// remembered, from its completion: within it the key never runs again,
+// whatever the date (month checkpoints carry it forward); after it, the
+// same key is a new request. Longer than any month, so a key's life does
+// not depend on when in a month it completed. Scheduled slots need no
 // memory of their own: LastSlot covers them.
-const manualKeyTTL = 24 * time.Hour
+const KeyRetention = 35 * 24 * time.Hour
 
 // rateWindow is the longest rate-limit window (per hour).
 const rateWindow = time.Hour
@@ -109,6 +112,7 @@ type snapshot struct {
 	Granted     map[string]*Grant      `json:"granted"`      // idempotency key of an open run that consumed an approval -> that approval
 	RolledBack  map[string]time.Time   `json:"rolled_back"`  // run id -> when its rollback completed
 	ActorRuns   map[string][]time.Time `json:"actor_runs"`   // run starts within RateWindow
+	Early       map[string]time.Time   `json:"early"`        // own slots run early by a clock a correction voided: key -> slot (correct.go)
 }
 
 // Schedule is what the ledger says about one schedule.
@@ -121,6 +125,10 @@ type Schedule struct {
 	Day        string    `json:"day"`         // the UTC day Consumed counts (seed 000 last_reset)
 	Consumed   int       `json:"consumed"`    // successful tier>=1 runs on Day
 	Deleted    bool      `json:"deleted,omitempty"`
+	// Disabled: its definition says enabled: false, recorded first at
+	// DisabledAt; its slots are not due, and its retries wait.
+	Disabled   bool      `json:"disabled,omitempty"`
+	DisabledAt time.Time `json:"disabled_at,omitzero"`
 }
 
 // Open is a slot that has started but not ended.
@@ -237,6 +245,7 @@ func emptySnapshot() snapshot {
 		RolledBack:  map[string]time.Time{},
 		Known:       map[string]string{},
 		ActorRuns:   map[string][]time.Time{},
+		Early:       map[string]time.Time{},
 	}
 }
 
@@ -354,6 +363,13 @@ func (s *State) RunsSince(actor string, t time.Time) int {
 	return n
 }
 
+// Completed says when a manual or event key completed, if it did within
+// KeyRetention of Now.
+func (s *State) Completed(key string) (time.Time, bool) {
+	t, ok := s.Done[key]
+	return t, ok && s.Now.Sub(t) < KeyRetention
+}
+
 // Quarantined reports whether a schedule has an unreleased dead letter.
 func (s *State) Quarantined(id string) bool {
 	for _, d := range s.DeadLetters {
@@ -467,6 +483,8 @@ func (s *State) Apply(e *ledger.Event) {
 		}
 	case ledger.LedgerMigrated:
 		s.Moved = moveOf(e)
+	case ledger.ClockCorrected:
+		s.correct(e)
 	}
 }
 
@@ -521,8 +539,9 @@ func (s *State) applyRun(e *ledger.Event) {
 		if d := s.DeadLetters[e.IdempotencyKey]; d != nil {
 			delete(s.DeadLetters, e.IdempotencyKey)
 			s.deadSaved = ""
+			// The next attempt after the last: a run id names one execution.
 			s.putOpen(e.IdempotencyKey, &Open{
-				ScheduleID: d.ScheduleID, Slot: d.Slot, Mode: d.Mode, Status: OpenRetry, RetryAt: e.TS,
+				ScheduleID: d.ScheduleID, Slot: d.Slot, Mode: d.Mode, Status: OpenRetry, Attempt: max(d.Attempts, 1) + 1, RetryAt: e.TS,
 				TraceID: d.TraceID, Actor: e.Actor, Tool: e.Tool, Tier: e.Tier, Released: true,
 			})
 		}
@@ -659,6 +678,12 @@ func (s *State) applySchedule(e *ledger.Event) {
 		sc.CreatedAt = e.TS
 	}
 	sc.Deleted = false
+	switch disabled := e.Status == ledger.StatusDisabled; {
+	case disabled && !sc.Disabled:
+		sc.Disabled, sc.DisabledAt = true, e.TS
+	case !disabled:
+		sc.Disabled, sc.DisabledAt = false, time.Time{}
+	}
 	s.Known[e.ScheduleID] = e.PayloadHash
 }
 
@@ -745,7 +770,7 @@ func (s *State) Checkpoint(ts time.Time) []*ledger.Event {
 	snap := s.snapshot
 	snap.Done = map[string]time.Time{}
 	for k, t := range s.Done {
-		if ts.Sub(t) < manualKeyTTL {
+		if ts.Sub(t) < KeyRetention {
 			snap.Done[k] = t
 		}
 	}
@@ -754,6 +779,12 @@ func (s *State) Checkpoint(ts time.Time) []*ledger.Event {
 	for run, at := range s.RolledBack {
 		if ts.Sub(at) < RollbackWindow {
 			snap.RolledBack[run] = at
+		}
+	}
+	snap.Early = map[string]time.Time{}
+	for k, slot := range s.Early {
+		if sc := s.Schedules[idOf(k)]; sc == nil || slot.After(sc.LastSlot) {
+			snap.Early[k] = slot // still ahead of its schedule: not decided again yet
 		}
 	}
 	snap.ActorRuns = map[string][]time.Time{}
@@ -873,5 +904,6 @@ func (s *State) add(snap *snapshot) {
 	maps.Copy(s.RolledBack, snap.RolledBack)
 	maps.Copy(s.Known, snap.Known)
 	maps.Copy(s.ActorRuns, snap.ActorRuns)
+	maps.Copy(s.Early, snap.Early)
 	s.view(s.Now) // the newest run start
 }

@@ -88,6 +88,7 @@ type Server struct {
 	dir           string
 	hs            *httptest.Server
 	now           func() time.Time
+	skew          time.Duration // SkewDate: how far the Date header is from now
 	created       time.Time
 
 	mu         sync.Mutex
@@ -408,6 +409,15 @@ func TokenHash(token string) string {
 
 func (s *Server) clock() time.Time { return s.now().UTC().Truncate(time.Second) }
 
+// SkewDate moves the clock every answer's Date header says (GitHub's
+// clock, which astra checks its own against before it records) by d from
+// the fake's now: a negative d makes a client's clock look ahead.
+func (s *Server) SkewDate(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skew = d
+}
+
 // ---- HTTP plumbing ----
 
 type recorder struct {
@@ -445,6 +455,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Every answer says when it was made, as GitHub's do.
+	rec.Header().Set("Date", s.clock().Add(s.skew).Format(http.TimeFormat))
 	req := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: body}
 	if token != "" {
 		req.TokenHash = TokenHash(token)
