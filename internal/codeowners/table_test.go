@@ -47,7 +47,6 @@ func TestPatternTable(t *testing.T) {
 	}
 }
 
-
 // Lines GitHub cannot read are left out and said, so a check can tell
 // why a path it expected to be owned is not.
 func TestSkippedLines(t *testing.T) {
