@@ -25,7 +25,7 @@ var sandboxCheck = func() error {
 	case ok:
 		return nil
 	case abi > 0:
-		return fmt.Errorf("Landlock ABI %d is here, but the sandbox is switched off (%s=off)", abi, sandbox.OffEnv)
+		return fmt.Errorf("the kernel has Landlock (ABI %d), but the sandbox is switched off (%s=off)", abi, sandbox.OffEnv)
 	}
 	return errors.New("the kernel has no Landlock (Linux 5.13 or later with the landlock LSM enabled): tools would run with the whole machine in reach")
 }
