@@ -58,7 +58,7 @@ func newUseCase(t *testing.T, retries int) *useCase {
 	u := &useCase{t: t, srv: srv, side: filepath.Join(dir, "side.log"), fail: filepath.Join(dir, "fail")}
 	u.ci = &ciRun{t: t, srv: srv, env: map[string]string{
 		"GITHUB_TOKEN": srv.BotToken, "GITHUB_REPOSITORY": srv.Repository(), "GITHUB_API_URL": srv.URL,
-		"SIDE": u.side, "FAIL": u.fail, "GITHUB_ACTIONS": "", "ASTRA_APPROVAL_SECRET": "",
+		"SIDE": u.side, "FAIL": u.fail, "GITHUB_ACTIONS": "", "ASTRA_APPROVAL_SECRET": "", "ASTRA_SANDBOX_WRITABLE": dir,
 	}}
 	u.runDue("2026-11-22T08:00:00Z", 0)
 	if out := u.runDue("2026-11-22T09:00:30Z", 0); !strings.Contains(out, "awaiting_approval deploy") || !strings.Contains(out, "/pull/1") {
