@@ -82,6 +82,11 @@ type Cost struct {
 	Tokens int64     `json:"tokens"`
 }
 
+// add is c with a run's usage added, saturating.
+func (c Cost) add(u ledger.Usage) Cost {
+	return Cost{USD: c.USD.Add(u.Cost), Tokens: ledger.AddCount(c.Tokens, u.Tokens)}
+}
+
 // dayIndex numbers UTC days, for cheap comparisons.
 func dayIndex(t time.Time) int64 { return t.Unix() / 86400 }
 
@@ -688,27 +693,25 @@ func (s *State) applySchedule(e *ledger.Event) {
 }
 
 // addSpend adds a run's cost to its day and month, and to Spend when
-// they are Now's.
+// they are Now's. Sums saturate (money.USD.Add, ledger.AddCount): no
+// ledger, however hostile its usage lines, makes a period's spend wrap
+// around to "money left".
 func (s *State) addSpend(e *ledger.Event) {
 	if e.Usage.IsZero() {
 		return
 	}
 	d := s.day(e.TS)
-	c := s.DaySpend[d]
-	c.USD, c.Tokens = c.USD+e.Usage.Cost, c.Tokens+e.Usage.Tokens
-	s.DaySpend[d] = c
+	s.DaySpend[d] = s.DaySpend[d].add(e.Usage)
 	m := d[:len("2006-01")]
-	c = s.MonthSpend[m]
-	c.USD, c.Tokens = c.USD+e.Usage.Cost, c.Tokens+e.Usage.Tokens
-	s.MonthSpend[m] = c
+	s.MonthSpend[m] = s.MonthSpend[m].add(e.Usage)
 	if !sameMonth(e.TS, s.Now) {
 		return
 	}
-	s.Spend.Month += e.Usage.Cost
-	s.Spend.MonthTokens += e.Usage.Tokens
+	s.Spend.Month = s.Spend.Month.Add(e.Usage.Cost)
+	s.Spend.MonthTokens = ledger.AddCount(s.Spend.MonthTokens, e.Usage.Tokens)
 	if dayIndex(e.TS) == dayIndex(s.Now) {
-		s.Spend.Day += e.Usage.Cost
-		s.Spend.DayTokens += e.Usage.Tokens
+		s.Spend.Day = s.Spend.Day.Add(e.Usage.Cost)
+		s.Spend.DayTokens = ledger.AddCount(s.Spend.DayTokens, e.Usage.Tokens)
 	}
 }
 
