@@ -88,8 +88,12 @@ const (
 	ReasonDisabled        = "disabled"    // the slots that fell while a schedule was disabled, counted once when it is enabled again
 
 	ReasonBudgetExceeded = "budget_exceeded"
-	ReasonLost           = "lost" // claimed, runner died before recording an outcome
-	ReasonExit           = "exit" // non-zero exit or HTTP error
+	// ReasonUsageAnomaly marks the budget.warning of a run whose tool
+	// reported usage past its bounds: its Usage is what was reported,
+	// which no sum counts (the run recorded its bounds).
+	ReasonUsageAnomaly = "usage_anomaly"
+	ReasonLost         = "lost" // claimed, runner died before recording an outcome
+	ReasonExit         = "exit" // non-zero exit or HTTP error
 
 	// ReasonFanOut marks a run.claimed made by astra plan for a job of a
 	// GitHub Actions matrix: the job takes it with astra run --claim.

@@ -171,6 +171,14 @@ func (s *session) recordResult(t *task, res executor.Result) error {
 		dl.Attempt, dl.Error = t.attempt, ev.Error+"; not retried: raise the budget, then `astra dead-letter retry`"
 		t.outcome.DeadLettered = true
 		evs = append(evs, dl)
+		if res.Reported != nil {
+			// Usage past the run's bounds: the run recorded its bounds; what
+			// the tool reported is kept here, where no sum counts it.
+			a := t.event(ledger.BudgetWarning, ledger.StatusWarning)
+			a.Reason, a.Usage, a.Error = ledger.ReasonUsageAnomaly, *res.Reported, res.Error
+			evs = append(evs, a)
+			s.report.Alerts = append(s.report.Alerts, fmt.Sprintf("%s: %s", t.sched.Name, res.Error))
+		}
 	} else {
 		evs = append(evs, s.retryOrDeadLetter(t, ev.Error)...)
 	}

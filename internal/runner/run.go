@@ -490,6 +490,7 @@ func (r *Runner) request(t *task) executor.Request {
 	return executor.Request{
 		Tool: t.tool, ScheduleID: t.sched.ID, RunID: t.runID(), TraceParent: traceParent(t.traceID, t.runID()),
 		Payload: t.sched.Payload, PreviousOutput: t.previous, Memory: r.recall(t, r.opts.Clock()), Event: t.eventData, Dir: r.opts.Root, Budget: t.sched.Budget,
+		Pricing:       &r.cfg.Policies.Budget.Pricing,
 		ToolCallsUsed: t.toolCalls, Getenv: r.opts.Getenv, Sandbox: r.toolView(t),
 	}
 }
