@@ -26,7 +26,9 @@ func (a *app) budgetCmd() *cobra.Command {
 		Long: `budget shows, for today (UTC), each tier-1+ schedule's per-day run budget
 (per_day, consumed, left, last_reset) and the global spend of the day and
 the month against the limits in policies, with the alert
-level reached and any pause.`,
+level reached and any pause.
+
+` + model.TierZeroRule,
 		Example: `  astra budget
   astra budget --json
   astra budget resume    # lift a global-budget pause (recorded)`,

@@ -132,7 +132,7 @@ func validateDailyBudget(s *model.Schedule, diags *diag.List) {
 		diags.Errorf(at, "omit it for the default of 4", "a tier-1 schedule needs a per_day_budget of at least 1")
 	}
 	if s.SafetyTier == model.TierReadOnly && s.PerDayBudget > 0 {
-		diags.Warnf(at, "remove it", "per_day_budget has no effect on tier 0 (read-only runs are never budget-limited)")
+		diags.Warnf(at, "remove it", "per_day_budget has no effect on tier 0: tier 0 has no per-day run count (its spend still counts against the global budget)")
 	}
 }
 

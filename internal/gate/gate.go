@@ -11,7 +11,8 @@
 //     its tier; and a run is admitted only if its cost cap fits in what is
 //     left of the day and the month after what was spent and what running
 //     claims hold (see Spend)
-//  5. per-day budget (tier 1 default 4; tier 0 is never limited)
+//  5. per-day run count (tier 1 default 4; tier 0 has none, but step 4
+//     holds it like any tier: only free runs pass a pause)
 //  6. approval: tier 2, task policy auto_execute=false, tool
 //     requires_approval, autonomy L0/L1, or tool risk above the policy's
 //     max_risk_level — the strictest of them wins
@@ -180,9 +181,9 @@ func Admit(in Input) (Decision, bool) {
 			continue
 		}
 		spent, held := st.Spent(c.period), in.Held
-		if spent+held+cap > c.limit {
+		if spent.Add(held).Add(cap) > c.limit { // saturating: a huge spend never wraps to money left
 			return skip(ledger.ReasonBudget, "this run could spend up to %s, and the %s has %s left of its %s limit (%s spent, %s held by running runs)",
-				cap.Dollars(), c.period, max(c.limit-spent-held, 0).Dollars(), c.limit.Dollars(), spent.Dollars(), held.Dollars()), true
+				cap.Dollars(), c.period, max(c.limit.Add(-spent.Add(held)), 0).Dollars(), c.limit.Dollars(), spent.Dollars(), held.Dollars()), true
 		}
 	}
 	return Decision{}, false
