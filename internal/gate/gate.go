@@ -177,13 +177,14 @@ func Admit(in Input) (Decision, bool) {
 		period string
 		limit  money.USD
 	}{{"day", b.DailyLimit}, {"month", b.MonthlyLimit}} {
-		if c.limit <= 0 || st.ResumedIn(c.period) {
+		limit, limited := st.Limit(c.period, c.limit) // a resume's bound, else the policy's
+		if !limited {
 			continue
 		}
 		spent, held := st.Spent(c.period), in.Held
-		if spent.Add(held).Add(cap) > c.limit { // saturating: a huge spend never wraps to money left
+		if spent.Add(held).Add(cap) > limit { // saturating: a huge spend never wraps to money left
 			return skip(ledger.ReasonBudget, "this run could spend up to %s, and the %s has %s left of its %s limit (%s spent, %s held by running runs)",
-				cap.Dollars(), c.period, max(c.limit.Add(-spent.Add(held)), 0).Dollars(), c.limit.Dollars(), spent.Dollars(), held.Dollars()), true
+				cap.Dollars(), c.period, max(limit.Add(-spent.Add(held)), 0).Dollars(), limit.Dollars(), spent.Dollars(), held.Dollars()), true
 		}
 	}
 	return Decision{}, false

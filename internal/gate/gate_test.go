@@ -102,6 +102,18 @@ func TestCheck(t *testing.T) {
 			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now, Usage: ledger.Usage{Cost: 6 * money.Dollar}})
 			st.Apply(&ledger.Event{Event: ledger.BudgetResumed, Period: "day", TS: now})
 		}, Run, "", ""},
+		{"admission: a resume's ceiling", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), func(st *state.State) {
+			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now, Usage: ledger.Usage{Cost: 6 * money.Dollar}})
+			st.Apply(&ledger.Event{Event: ledger.BudgetResumed, Period: "day", TS: now, Limit: 6*money.Dollar + money.Dollar/4})
+		}, Skip, ledger.ReasonBudget, "the day has $0.25 left of its $6.25 limit"},
+		{"admission: resumed until a time not yet come", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), func(st *state.State) {
+			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now, Usage: ledger.Usage{Cost: 6 * money.Dollar}})
+			st.Apply(&ledger.Event{Event: ledger.BudgetResumed, Period: "day", TS: now, ExpiresAt: now.Add(time.Second)})
+		}, Run, "", ""},
+		{"admission: resumed until a time past", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), func(st *state.State) {
+			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now.Add(-time.Hour), Usage: ledger.Usage{Cost: 6 * money.Dollar}})
+			st.Apply(&ledger.Event{Event: ledger.BudgetResumed, Period: "day", TS: now.Add(-time.Hour), ExpiresAt: now})
+		}, Skip, ledger.ReasonBudget, "the day has $0.00 left of its $5.00 limit"},
 		{"rate limit per minute", sched("read", "n8n_workflow_7"), func(st *state.State) {
 			for i := range 2 {
 				st.Apply(&ledger.Event{Event: ledger.RunClaimed, ScheduleID: "x", IdempotencyKey: "k" + string(rune('a'+i)), Actor: "n8n_workflow_7", TS: now.Add(-10 * time.Second)})

@@ -242,16 +242,22 @@ func (s *session) checkGlobalBudget() {
 			}
 			ev := &ledger.Event{Event: kind, Status: status, Period: p.period, Threshold: th, Spent: spent, Limit: p.limit,
 				Error: fmt.Sprintf("%s spend %s is %.0f%% of the %s limit", p.period, spent.Dollars(), spent.Float()/p.limit.Float()*100, p.limit.Dollars())}
-			evs := []*ledger.Event{ev}
-			if th >= 1 && b.OnLimitReached != model.AlertOnly && st.Pauses[p.period] == nil && !st.ResumedIn(p.period) {
-				evs = append(evs, &ledger.Event{Event: ledger.BudgetPaused, Status: b.OnLimitReached, Period: p.period, Spent: spent, Limit: p.limit,
-					Error: fmt.Sprintf("%s: paused until the next %s or `astra budget resume`", b.OnLimitReached, p.period)})
-			}
-			if err := s.j.Record(evs...); err != nil {
+			if err := s.j.Record(ev); err != nil {
 				s.report.Errors = append(s.report.Errors, err.Error())
 				return
 			}
 			s.report.Alerts = append(s.report.Alerts, ev.Error)
+		}
+		// The pause: at the policy's limit, or at the ceiling a resume set.
+		limit, limited := st.Limit(p.period, p.limit)
+		if !limited || spent < limit || b.OnLimitReached == model.AlertOnly || st.Pauses[p.period] != nil {
+			continue
+		}
+		ev := &ledger.Event{Event: ledger.BudgetPaused, Status: b.OnLimitReached, Period: p.period, Spent: spent, Limit: limit,
+			Error: fmt.Sprintf("%s: %s spend %s reached %s; paused until the next %s or `astra budget resume`", b.OnLimitReached, p.period, spent.Dollars(), limit.Dollars(), p.period)}
+		if err := s.j.Record(ev); err != nil {
+			s.report.Errors = append(s.report.Errors, err.Error())
+			return
 		}
 	}
 }
