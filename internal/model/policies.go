@@ -114,12 +114,23 @@ type RateLimit struct {
 
 // GlobalBudget is the spend ceiling across all schedules (seed 002 GlobalBudgetGuard).
 type GlobalBudget struct {
-	Meta            Meta      `yaml:"-" json:"-"`
-	DailyLimit      money.USD `yaml:"daily_limit_usd" json:"daily_limit_usd" doc:"Default 5.00."`
-	MonthlyLimit    money.USD `yaml:"monthly_limit_usd" json:"monthly_limit_usd" doc:"Default 50.00."`
-	AlertThresholds []float64 `yaml:"alert_thresholds" json:"alert_thresholds" doc:"Fractions of a limit that raise budget.warning (default 0.5, 0.8, 0.9)."`
-	OnLimitReached  string    `yaml:"on_limit_reached" json:"on_limit_reached" enum:"pause-all,pause-non-critical,alert-only" doc:"Default pause-all."`
-	Pricing         Pricing   `yaml:"pricing" json:"pricing,omitzero" doc:"Prices of tokens, for tools that report tokens without a cost."`
+	Meta            Meta       `yaml:"-" json:"-"`
+	DailyLimit      money.USD  `yaml:"daily_limit_usd" json:"daily_limit_usd" doc:"Default 5.00."`
+	MonthlyLimit    money.USD  `yaml:"monthly_limit_usd" json:"monthly_limit_usd" doc:"Default 50.00."`
+	AlertThresholds []float64  `yaml:"alert_thresholds" json:"alert_thresholds" doc:"Fractions of a limit that raise budget.warning (default 0.5, 0.8, 0.9)."`
+	OnLimitReached  string     `yaml:"on_limit_reached" json:"on_limit_reached" enum:"pause-all,pause-non-critical,alert-only" doc:"Default pause-all."`
+	Pricing         Pricing    `yaml:"pricing" json:"pricing,omitzero" doc:"Prices of tokens, for tools that report tokens without a cost."`
+	AlertRoute      AlertRoute `yaml:"alert_route" json:"alert_route,omitzero" doc:"Where budget alerts reach people besides the log, job summary and dashboard: each threshold and each pause once per period, and usage a run reported past its bounds."`
+}
+
+// AlertRoute sends the global budget's alerts to people, like a notify
+// result route: a comment on a GitHub issue (once per alert, whichever
+// runner raised it), a POST to a webhook (signed with ASTRA_WEBHOOK_SECRET
+// when set), or both.
+type AlertRoute struct {
+	Meta    Meta   `yaml:"-" json:"-"`
+	Issue   int    `yaml:"issue" json:"issue,omitempty" doc:"GitHub issue number to comment on."`
+	Webhook string `yaml:"webhook" json:"webhook,omitempty" doc:"URL to POST each alert to, as JSON."`
 }
 
 // Pricing turns tokens a tool reports without a cost_usd into dollars: the

@@ -110,13 +110,16 @@ func (s *session) runTask(ctx context.Context, t *task) {
 	t.outcome.setResult(res, r.tail)
 	if err := s.recordResult(t, res); err != nil {
 		s.report.Errors = append(s.report.Errors, err.Error())
+	} else if res.Reported != nil {
+		s.alert(ctx, "budget:anomaly:"+t.runID(), fmt.Sprintf("%s: %s", t.sched.Name, res.Error),
+			&ledger.Event{Event: ledger.BudgetWarning, ScheduleID: t.sched.ID})
 	}
 	s.pushOutcome(ctx, t)
 	s.progress(t)
 	if res.Status == executor.StatusOK {
 		s.route(ctx, t, res)
 	}
-	s.checkGlobalBudget()
+	s.checkGlobalBudget(ctx)
 }
 
 // startSpan starts t's span: in t's ledger trace, with the span id of the
@@ -217,7 +220,7 @@ func (s *session) chain(ctx context.Context, t *task, res executor.Result) {
 // pauses each period that reached its limit: the day and the month
 // independently, so both are recorded when both are crossed, and a month
 // pause outlives the day. Called with s.mu held, after every run.
-func (s *session) checkGlobalBudget() {
+func (s *session) checkGlobalBudget(ctx context.Context) {
 	st := s.state()
 	b := s.r.cfg.Policies.Budget
 	for _, p := range []struct {
@@ -247,6 +250,7 @@ func (s *session) checkGlobalBudget() {
 				return
 			}
 			s.report.Alerts = append(s.report.Alerts, ev.Error)
+			s.alert(ctx, "budget:"+state.AlertKey(p.period, s.now, th), ev.Error, ev)
 		}
 		// The pause: at the policy's limit, or at the ceiling a resume set.
 		limit, limited := st.Limit(p.period, p.limit)
@@ -259,6 +263,7 @@ func (s *session) checkGlobalBudget() {
 			s.report.Errors = append(s.report.Errors, err.Error())
 			return
 		}
+		s.alert(ctx, "budget:paused:"+state.AlertKey(p.period, s.now, limit.Float()), ev.Error, ev)
 	}
 }
 
