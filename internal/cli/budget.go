@@ -86,7 +86,7 @@ func printBudget(w io.Writer, b introspect.Budget) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "  (HELD: the cost caps of runs that started and have no outcome yet; a run starts only if its cap fits in LEFT)")
+	fmt.Fprintln(w, "  (HELD: the cost caps of open claims, every runner's and plan's; a run is claimed only if its cap fits in LEFT)")
 	if g.AlertLevel > 0 {
 		fmt.Fprintf(w, "  alert level reached: %.0f%%\n", g.AlertLevel*100)
 	}

@@ -94,7 +94,7 @@ func TestCheck(t *testing.T) {
 		}, Run, "", ""},
 		{"admission: the cap does not fit what is left", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), func(st *state.State) {
 			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now, Usage: ledger.Usage{Cost: 4*money.Dollar + money.Dollar*6/10}})
-		}, Skip, ledger.ReasonBudget, "the day has $0.40 left of its $5.00 limit ($4.60 spent, $0.00 held by running runs)"},
+		}, Skip, ledger.ReasonBudget, "the day has $0.40 left of its $5.00 limit ($4.60 spent, $0.00 held by open claims)"},
 		{"admission: a run that fits exactly", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), func(st *state.State) {
 			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now, Usage: ledger.Usage{Cost: 4*money.Dollar + money.Dollar/2}})
 		}, Run, "", ""},
@@ -157,18 +157,25 @@ func TestStrictestWins(t *testing.T) {
 	}
 }
 
-// Runs already running hold their caps: a run that would fit the spend
-// alone does not fit with them.
-func TestAdmitCountsHeld(t *testing.T) {
+// Every open claim in the ledger holds its cap, whichever runner made it:
+// a run that would fit the spend alone does not fit beside them. A claim
+// past its deadline holds nothing; a run's own claim counts once.
+func TestAdmitCountsOpenClaims(t *testing.T) {
 	st := state.New(now)
 	st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now, Usage: ledger.Usage{Cost: 3 * money.Dollar}})
 	in := Input{Schedule: sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), Policies: policies(), State: st, Now: now}
 	if _, refused := Admit(in); refused {
-		t.Fatal("refused with nothing running")
+		t.Fatal("refused with nothing claimed")
 	}
-	in.Held = 2 * money.Dollar
+	// Another runner's claim of $2.00, live until 10 minutes from now.
+	st.Apply(&ledger.Event{Event: ledger.RunClaimed, Status: ledger.StatusClaimed, ScheduleID: "x", IdempotencyKey: "x@1", Runner: "other", TS: now,
+		Tier: 1, Limit: 2 * money.Dollar, ExpiresAt: now.Add(10 * time.Minute)})
 	d, refused := Admit(in)
-	if !refused || !strings.Contains(d.Detail, "$3.00 spent, $2.00 held by running runs") {
-		t.Fatalf("with $2.00 held: %v %q", refused, d.Detail)
+	if !refused || !strings.Contains(d.Detail, "$3.00 spent, $2.00 held by open claims") {
+		t.Fatalf("beside another runner's claim: %v %q", refused, d.Detail)
+	}
+	in.State.Now = now.Add(10 * time.Minute) // past its deadline: its runner is gone
+	if d, refused := Admit(in); refused {
+		t.Fatalf("an expired claim held the budget: %q", d.Detail)
 	}
 }

@@ -201,7 +201,7 @@ type ScheduleBudget struct {
 type Period struct {
 	Name     string    `json:"period"` // day | month
 	Spent    money.USD `json:"spent_usd"`
-	Reserved money.USD `json:"reserved_usd"` // cost caps of runs that started and have no outcome yet
+	Reserved money.USD `json:"reserved_usd"` // cost caps of open claims (every runner's) before their deadlines
 	Limit    money.USD `json:"limit_usd"`    // 0: no limit
 	Tokens   int64     `json:"tokens"`
 	Paused   string    `json:"paused,omitempty"` // "since <time> (<mode>)" while paused

@@ -74,11 +74,12 @@ func (s *session) runTask(ctx context.Context, t *task) {
 		return
 	}
 	// Admission again as the run starts: what earlier runs of the batch
-	// spent, and the caps of the runs running now, count. An approved run
-	// was admitted when claimed; a human chose it, so it goes ahead.
+	// spent, and the caps of every open claim (its own included), count.
+	// An approved run was admitted when claimed; a human chose it, so it
+	// goes ahead.
 	s.mu.Lock()
 	if t.grant == nil {
-		if d, refused := gate.Admit(gate.Input{Schedule: t.sched, Policies: &r.cfg.Policies, State: s.state(), Now: s.now, Held: s.held}); refused {
+		if d, refused := gate.Admit(gate.Input{Schedule: t.sched, Policies: &r.cfg.Policies, State: s.state(), Now: s.now, Claimed: true}); refused {
 			if err := s.skip(t, d.Reason, d.Detail); err != nil {
 				s.report.Errors = append(s.report.Errors, err.Error())
 			}
@@ -87,8 +88,6 @@ func (s *session) runTask(ctx context.Context, t *task) {
 			return
 		}
 	}
-	reserve := gate.Reserve(t.sched, t.tool)
-	s.held += reserve
 	s.mu.Unlock()
 
 	req := r.request(t)
@@ -106,7 +105,6 @@ func (s *session) runTask(ctx context.Context, t *task) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.held -= reserve
 	t.outcome.setResult(res, r.tail)
 	if err := s.recordResult(t, res); err != nil {
 		s.report.Errors = append(s.report.Errors, err.Error())

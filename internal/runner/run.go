@@ -355,7 +355,7 @@ func (s *session) newTask(kind plan.Kind, sc *model.Schedule, slot time.Time, ke
 
 // gate applies every gate to t and records the decision; true means run.
 func (s *session) gate(ctx context.Context, t *task) (bool, error) {
-	d := gate.Check(gate.Input{Schedule: t.sched, Policies: &s.r.cfg.Policies, State: s.state(), Now: s.now, Held: s.fan.held()})
+	d := gate.Check(gate.Input{Schedule: t.sched, Policies: &s.r.cfg.Policies, State: s.state(), Now: s.now})
 	switch d.Action {
 	case gate.Skip:
 		return false, s.skip(t, d.Reason, d.Detail)

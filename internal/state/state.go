@@ -298,12 +298,25 @@ func (s *State) Limit(period string, policy money.USD) (limit money.USD, limited
 }
 
 // Reserved is what the open claims of the current day or month may still
-// spend: the cost caps of runs that started and have no outcome yet.
+// spend: the cost caps of claims (of every runner, and a plan's queued
+// jobs) with no outcome yet. A claim past its deadline holds nothing: its
+// runner is gone (the next run records it lost), so no batch holds the
+// budget beyond its claims' deadlines.
 func (s *State) Reserved(period string) money.USD {
+	r := s.reservedDay[dayIndex(s.Now)]
 	if period == "month" {
-		return s.reservedMonth[month(s.Now)]
+		r = s.reservedMonth[month(s.Now)]
 	}
-	return s.reservedDay[dayIndex(s.Now)]
+	if r == 0 {
+		return 0
+	}
+	for _, o := range s.Open {
+		if o.Status == OpenClaimed && o.Reserve > 0 && !o.Deadline.IsZero() && !s.Now.Before(o.Deadline) &&
+			periodOf(period, o.ClaimedAt) == periodOf(period, s.Now) {
+			r -= o.Reserve
+		}
+	}
+	return max(r, 0)
 }
 
 // Spent is the spend of the current day or month.
