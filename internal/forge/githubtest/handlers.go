@@ -246,14 +246,7 @@ func (s *Server) putContents(c *call, p string) {
 	if !contentsPrecondition(c, fs, p, req.GetSHA()) {
 		return
 	}
-	who := signature(c.login, s.clock())
-	if a := req.Committer; a != nil && a.GetName() != "" {
-		who.Name, who.Email = a.GetName(), a.GetEmail()
-	}
-	author := who
-	if a := req.Author; a != nil && a.GetName() != "" {
-		author.Name, author.Email = a.GetName(), a.GetEmail()
-	}
+	author, who := fileSignatures(&req, signature(c.login, s.clock()))
 	commit, err := commitFiles(c.repo, tip, map[string][]byte{p: req.Content}, *req.Message, author, who)
 	if err == nil {
 		err = setBranch(c.repo, branch, commit, tip)
@@ -281,6 +274,20 @@ func (s *Server) putContents(c *call, p string) {
 		status = http.StatusCreated
 	}
 	writeJSON(c.w, status, out)
+}
+
+// fileSignatures are the author and committer of a file write: the
+// caller's unless the request names others.
+func fileSignatures(req *github.RepositoryContentFileOptions, caller object.Signature) (author, committer object.Signature) {
+	committer = caller
+	if a := req.Committer; a != nil && a.GetName() != "" {
+		committer.Name, committer.Email = a.GetName(), a.GetEmail()
+	}
+	author = committer
+	if a := req.Author; a != nil && a.GetName() != "" {
+		author.Name, author.Email = a.GetName(), a.GetEmail()
+	}
+	return author, committer
 }
 
 // contentsRequestProblem is GitHub's 422 message for a malformed
@@ -497,6 +504,13 @@ func pullEditProblem(c *call, is *issue, req *pullRequestUpdate) *github.Error {
 	case req.State != nil && *req.State == "open" && p.merged:
 		return &github.Error{Resource: "PullRequest", Code: "custom", Message: "state cannot be changed. The pull request has been merged."}
 	}
+	return pullBranchProblem(c, is, req)
+}
+
+// pullBranchProblem refuses a base that does not exist, and reopening a
+// pull request whose head branch was deleted.
+func pullBranchProblem(c *call, is *issue, req *pullRequestUpdate) *github.Error {
+	p := is.pull
 	if req.Base != nil {
 		if tip, _ := branchTip(c.repo, *req.Base); tip.IsZero() {
 			return &github.Error{Resource: "PullRequest", Field: "base", Code: "invalid"}
