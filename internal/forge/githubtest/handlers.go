@@ -553,6 +553,34 @@ type pullRequestMergeRequest struct {
 }
 
 // mergePull performs a real merge in the bare repository.
+// mergeCommit writes the merge (or squash) commit of a pull request, with
+// GitHub's default title and message.
+func (s *Server) mergeCommit(c *call, is *issue, req *pullRequestMergeRequest, baseTip, headTip plumbing.Hash, who object.Signature) (plumbing.Hash, error) {
+	tree, err := mergedTree(c.repo, baseTip, headTip)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	title, msg := req.CommitTitle, is.title
+	if req.CommitMessage != nil {
+		msg = *req.CommitMessage
+	}
+	parents := []plumbing.Hash{baseTip, headTip}
+	if title == "" {
+		title = fmt.Sprintf("Merge pull request #%d from %s/%s", is.number, s.owner, is.pull.head)
+	}
+	if req.MergeMethod == "squash" {
+		parents = parents[:1]
+		if req.CommitTitle == "" {
+			title = fmt.Sprintf("%s (#%d)", is.title, is.number)
+		}
+	}
+	full := title
+	if msg != "" {
+		full += "\n\n" + msg
+	}
+	return writeCommit(c.repo, tree, parents, full, who, who)
+}
+
 func (s *Server) mergePull(c *call, is *issue) {
 	var req pullRequestMergeRequest
 	if !decode(c, &req) {
@@ -578,38 +606,16 @@ func (s *Server) mergePull(c *call, is *issue) {
 	}
 	now := s.clock()
 	who := signature(c.login, now)
-	title := req.CommitTitle
-	msg := is.title
-	if req.CommitMessage != nil {
-		msg = *req.CommitMessage
-	}
 	var result plumbing.Hash
 	switch req.MergeMethod {
 	case "", "merge", "squash":
-		tree, err := mergedTree(c.repo, baseTip, headTip)
+		var err error
+		result, err = s.mergeCommit(c, is, &req, baseTip, headTip, who)
 		if errors.Is(err, errConflict) {
 			notMergeable("Pull Request is not mergeable")
 			return
 		}
 		if err != nil {
-			writeError(c.w, http.StatusInternalServerError, err.Error(), "")
-			return
-		}
-		parents := []plumbing.Hash{baseTip, headTip}
-		if title == "" {
-			title = fmt.Sprintf("Merge pull request #%d from %s/%s", is.number, s.owner, p.head)
-		}
-		if req.MergeMethod == "squash" {
-			parents = parents[:1]
-			if req.CommitTitle == "" {
-				title = fmt.Sprintf("%s (#%d)", is.title, is.number)
-			}
-		}
-		full := title
-		if msg != "" {
-			full += "\n\n" + msg
-		}
-		if result, err = writeCommit(c.repo, tree, parents, full, who, who); err != nil {
 			writeError(c.w, http.StatusInternalServerError, err.Error(), "")
 			return
 		}
