@@ -67,18 +67,9 @@ func (a *app) runInit(ctx context.Context, o initOptions) error {
 		return err
 	}
 	a.initApprover(ctx, &opts)
-	key, env, note, err := a.newLedgerKey(o.keyFile)
+	key, note, err := a.initLedgerKey(o.keyFile, &opts)
 	if err != nil {
 		return err
-	}
-	opts.Environment = env
-	if key != nil {
-		opts.LedgerKey = key.public.String()
-		if !opts.DryRun {
-			if err := key.write(); err != nil {
-				return err
-			}
-		}
 	}
 	res, err := scaffold.Init(a.repo(), opts)
 	if key != nil && !opts.DryRun && (err != nil || len(res.Conflicts) > 0) {
@@ -115,6 +106,26 @@ func (a *app) runInit(ctx context.Context, o initOptions) error {
 		a.printSetup(a.stdout, key, false)
 	}
 	return nil
+}
+
+// initLedgerKey makes the ledger key (written at once unless this is a
+// dry run) and lists its public half in opts.
+func (a *app) initLedgerKey(keyFile string, opts *scaffold.Options) (*ledgerKey, string, error) {
+	key, env, note, err := a.newLedgerKey(keyFile)
+	if err != nil {
+		return nil, "", err
+	}
+	opts.Environment = env
+	if key == nil {
+		return nil, note, nil
+	}
+	opts.LedgerKey = key.public.String()
+	if !opts.DryRun {
+		if err := key.write(); err != nil {
+			return nil, "", err
+		}
+	}
+	return key, note, nil
 }
 
 // initApprover defaults the approver to the login in git's user.email and
