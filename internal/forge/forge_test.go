@@ -236,29 +236,9 @@ func TestHumanMergeApproves(t *testing.T) {
 	if data, err := c.FileAt(ctx, got.MergeCommitSHA, req.Path); err != nil || string(data) != want {
 		t.Errorf("FileAt(merge commit) = %q, %v", data, err)
 	}
-	// The real git agrees (when installed): the merge commit has the
-	// approval head as second parent and the token on main.
-	if _, err := exec.LookPath("git"); err == nil {
-		out, err := exec.Command("git", "-C", srv.RepoDir(), "show", "main:"+req.Path).CombinedOutput()
-		if err != nil || string(out) != want {
-			t.Errorf("git show main:%s = %q, %v", req.Path, out, err)
-		}
-		out, err = exec.Command("git", "-C", srv.RepoDir(), "rev-parse", "main^2").CombinedOutput()
-		if err != nil || strings.TrimSpace(string(out)) != got.HeadSHA {
-			t.Errorf("main^2 = %q, want head %s (%v)", out, got.HeadSHA, err)
-		}
-	}
+	checkMergeWithGit(t, srv, req.Path, want, got.HeadSHA)
 
-	// A new approval for the same schedule later: the token file already
-	// exists on main (until astra consumes it), the leftover branch is reset.
-	req.Token = func(pr int) []byte { return []byte(fmt.Sprintf("second approval #%d\n", pr)) }
-	pr2, created, err := c.EnsureApprovalPR(ctx, req)
-	if err != nil || !created || pr2.Number == pr.Number {
-		t.Fatalf("re-approval: %+v created=%v err=%v", pr2, created, err)
-	}
-	if s, _ := fileOnBranch(t, srv, pr2.HeadRef, req.Path); s != fmt.Sprintf("second approval #%d\n", pr2.Number) {
-		t.Errorf("re-approval token = %q", s)
-	}
+	reapprove(t, srv, c, req, pr.Number)
 }
 
 func TestHumanCloseRejects(t *testing.T) {
@@ -580,5 +560,37 @@ func TestEnsureApprovalPRRefusesTokenAlreadyOnBase(t *testing.T) {
 	_, _, err := c.EnsureApprovalPR(context.Background(), req)
 	if err == nil || !strings.Contains(err.Error(), "already holds this token") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// checkMergeWithGit: the real git agrees (when installed): the merge
+// commit has the approval head as second parent and the token on main.
+func checkMergeWithGit(t *testing.T, srv *githubtest.Server, path, want, head string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err == nil {
+		out, err := exec.Command("git", "-C", srv.RepoDir(), "show", "main:"+path).CombinedOutput()
+		if err != nil || string(out) != want {
+			t.Errorf("git show main:%s = %q, %v", path, out, err)
+		}
+		out, err = exec.Command("git", "-C", srv.RepoDir(), "rev-parse", "main^2").CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != head {
+			t.Errorf("main^2 = %q, want head %s (%v)", out, head, err)
+		}
+	}
+}
+
+// reapprove: a new approval for the same schedule later; the token file
+// already exists on main (until astra consumes it), the leftover branch is
+// reset.
+func reapprove(t *testing.T, srv *githubtest.Server, c *forge.Client, req forge.ApprovalRequest, first int) {
+	t.Helper()
+	ctx := context.Background()
+	req.Token = func(pr int) []byte { return []byte(fmt.Sprintf("second approval #%d\n", pr)) }
+	pr2, created, err := c.EnsureApprovalPR(ctx, req)
+	if err != nil || !created || pr2.Number == first {
+		t.Fatalf("re-approval: %+v created=%v err=%v", pr2, created, err)
+	}
+	if s, _ := fileOnBranch(t, srv, pr2.HeadRef, req.Path); s != fmt.Sprintf("second approval #%d\n", pr2.Number) {
+		t.Errorf("re-approval token = %q", s)
 	}
 }
