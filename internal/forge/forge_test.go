@@ -140,18 +140,7 @@ func TestEnsureApprovalPROpensLabelledPRWithToken(t *testing.T) {
 	if strings.Join(labels, ",") != "astra:approval,tier-2" {
 		t.Errorf("labels = %v", labels)
 	}
-	// The committed token names its PR; the API and the bare repo agree.
-	want := string(tokenFor("nightly-deploy")(1))
-	if s, ok := fileOnBranch(t, srv, "astra/approve/nightly-deploy", req.Path); !ok || s != want {
-		t.Errorf("token on branch = %q, %v; want %q", s, ok, want)
-	}
-	data, err := c.FileAt(ctx, pr.HeadRef, req.Path)
-	if err != nil || string(data) != want {
-		t.Errorf("FileAt = %q, %v", data, err)
-	}
-	if _, ok := fileOnBranch(t, srv, "main", req.Path); ok {
-		t.Error("token is on main before anyone merged")
-	}
+	checkTokenOnBranch(t, srv, c, pr, req)
 }
 
 func TestEnsureApprovalPRSecondCallUpdatesWithoutDuplicate(t *testing.T) {
@@ -592,5 +581,23 @@ func reapprove(t *testing.T, srv *githubtest.Server, c *forge.Client, req forge.
 	}
 	if s, _ := fileOnBranch(t, srv, pr2.HeadRef, req.Path); s != fmt.Sprintf("second approval #%d\n", pr2.Number) {
 		t.Errorf("re-approval token = %q", s)
+	}
+}
+
+// checkTokenOnBranch: the committed token names its PR; the API and the
+// bare repo agree, and main does not have it yet.
+func checkTokenOnBranch(t *testing.T, srv *githubtest.Server, c *forge.Client, pr forge.PR, req forge.ApprovalRequest) {
+	t.Helper()
+	ctx := context.Background()
+	want := string(req.Token(pr.Number))
+	if s, ok := fileOnBranch(t, srv, pr.HeadRef, req.Path); !ok || s != want {
+		t.Errorf("token on branch = %q, %v; want %q", s, ok, want)
+	}
+	data, err := c.FileAt(ctx, pr.HeadRef, req.Path)
+	if err != nil || string(data) != want {
+		t.Errorf("FileAt = %q, %v", data, err)
+	}
+	if _, ok := fileOnBranch(t, srv, "main", req.Path); ok {
+		t.Error("token is on main before anyone merged")
 	}
 }
