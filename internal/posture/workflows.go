@@ -26,7 +26,7 @@ var runsAstra = regexp.MustCompile(`(^|[\s;&|(/])astra\s+[a-z]`)
 // production, and its runs are on the machine's clock (a run that records
 // refuses --now without --test-clock; a workflow passing both would date
 // what CI records by whatever it says).
-var whatIf = regexp.MustCompile(`(^|\s)--(now|test-clock)(=|\s|$)`)
+var whatIf = regexp.MustCompile(`(^|[\s'"])--(now|test-clock)(=|['"\s]|$)`)
 
 // workflowCheck is what the workflows check found.
 type workflowCheck struct {
