@@ -106,6 +106,10 @@ type Runner struct {
 	posture postureVerdict
 	// clockChecked: the clock was held to a trusted time (clock.go).
 	clockChecked bool
+	// toolFilesList is what tools run or load, kept from other tools
+	// (ownfiles.go).
+	toolFilesOnce sync.Once
+	toolFilesOf   map[*model.Tool][2][]string // files, directories bound whole
 }
 
 // New returns a runner. git and forge may be nil: then nothing is
