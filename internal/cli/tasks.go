@@ -73,7 +73,9 @@ func (a *app) runTasksList(_ context.Context, o tasksListOptions) error {
 	if q.Limit <= 0 && a.json() {
 		return a.streamTasks(q)
 	}
+	stop := a.busy("reading the ledger")
 	ts, err := introspect.Tasks(a.store(), a.now(), q)
+	stop()
 	if err != nil {
 		return err
 	}
@@ -136,7 +138,9 @@ func (a *app) tasksByTraceCmd() *cobra.Command {
 
 // runTasksByTrace is `astra tasks by-trace`.
 func (a *app) runTasksByTrace(_ context.Context, o tasksByTraceOptions) error {
+	stop := a.busy("reading the ledger")
 	ts, err := introspect.ByTrace(a.store(), a.now(), o.traceID, a.json() || a.verbose())
+	stop()
 	if err != nil {
 		return err
 	}
@@ -163,7 +167,9 @@ func (a *app) tasksLastFailedCmd() *cobra.Command {
 
 // runTasksLastFailed is `astra tasks last-failed`.
 func (a *app) runTasksLastFailed(_ context.Context, o tasksLastFailedOptions) error {
+	stop := a.busy("reading the ledger")
 	ts, err := introspect.LastFailed(a.store(), a.now(), o.limit, a.json() || a.verbose())
+	stop()
 	if err != nil {
 		return err
 	}
