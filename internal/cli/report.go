@@ -46,6 +46,7 @@ func (a *app) runReport(_ context.Context, o reportOptions) error {
 	if err != nil {
 		return errkind.Usage(err)
 	}
+	d.Name = a.repoSlug()
 	if a.json() {
 		return a.printJSON(d)
 	}
