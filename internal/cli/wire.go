@@ -127,7 +127,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 		approvals = fc
 	}
 	if fc != nil {
-		opts.Notify = fc.CommentIssue
+		opts.Notify = fc.CommentIssueSince
 	}
 	opts.Posture = a.postureInput(cfg, fc)
 	return runner.New(cfg, opts, exec, git, approvals), nil

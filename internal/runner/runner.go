@@ -72,8 +72,9 @@ type Options struct {
 	Getenv      func(string) string
 	Progress    Progress // hears of the run as it goes; nil for none
 	Redact      *redact.Redactor
-	// Notify comments on a GitHub issue, deduplicated by key (nil without GitHub).
-	Notify func(ctx context.Context, issue int, body, key string) error
+	// Notify comments on a GitHub issue, deduplicated by key among the
+	// comments since since (zero: all of them); nil without GitHub.
+	Notify func(ctx context.Context, issue int, body, key string, since time.Time) error
 	// CI: running in GitHub Actions, where nothing can be approved without
 	// a pull request and a missing approval secret deserves a warning.
 	CI bool
