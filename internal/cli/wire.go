@@ -98,9 +98,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 	if opts.MaxParallel == 0 {
 		opts.MaxParallel = a.v.GetInt("run.max_parallel")
 	}
-	if a.verbose() || a.errTTY {
-		opts.Progress = a.stderr
-	}
+	opts.Progress = &runProgress{w: a.status}
 	exec := executor.New(executor.Options{Redactor: red, Builtin: tools.Builtin(cfg, a.store(), a.now), GitHub: githubTools(fc)})
 	var git runner.Syncer
 	if !f.dryRun && !f.noGit {
@@ -129,7 +127,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 		approvals = fc
 	}
 	if fc != nil {
-		opts.Notify = fc.CommentIssue
+		opts.Notify = fc.CommentIssueSince
 	}
 	opts.Posture = a.postureInput(cfg, fc)
 	return runner.New(cfg, opts, exec, git, approvals), nil

@@ -601,3 +601,41 @@ func checkTokenOnBranch(t *testing.T, srv *githubtest.Server, c *forge.Client, p
 		t.Error("token is on main before anyone merged")
 	}
 }
+
+// A tracking issue with 10,000 comments: CommentIssueSince reads only the
+// comments since the time it is given, so it posts once and finds its own
+// comment again with a page each time; CommentIssue, which reads them all,
+// stops at its page bound.
+func TestCommentIssueSinceOnALongIssue(t *testing.T) {
+	srv, c, _ := setup(t)
+	ctx := context.Background()
+	if _, _, err := c.CreateIssue(ctx, "astra: notifications", "body", nil); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	srv.AddComments(t, 1, githubtest.BotLogin, 10_000, func(i int) time.Time { return now.Add(time.Duration(i-10_000) * 5 * time.Minute) })
+	since := now.Add(-15 * time.Minute)
+	const list = "/repos/octo/widgets/issues/1/comments"
+	srv.ResetRequests()
+	for range 2 {
+		if err := c.CommentIssueSince(ctx, 1, "ran nightly", "nightly@2026-11-30T00:00:00Z#1", since); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := srv.CountRequests("POST", list); n != 1 {
+		t.Fatalf("%d comments posted, want 1", n)
+	}
+	if n := srv.CountRequests("GET", list); n != 2 {
+		t.Fatalf("%d pages read for two checks, want 2", n)
+	}
+	for _, r := range srv.Requests() {
+		if r.Method == "GET" && !strings.Contains(r.Query, "since=") {
+			t.Errorf("listed without since: %s?%s", r.Path, r.Query)
+		}
+	}
+	// Reading every comment gives up at the page bound.
+	err := c.CommentIssue(ctx, 1, "again", "nightly@2026-11-30T00:00:00Z#1")
+	if err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("reading 10,000 comments: %v", err)
+	}
+}

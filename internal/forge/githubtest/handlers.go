@@ -699,11 +699,26 @@ func (s *Server) addLabels(c *call, is *issue) {
 }
 
 func (s *Server) listComments(c *call, is *issue) {
-	list := []jsonObj{}
+	var since time.Time
+	if v := c.r.URL.Query().Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			validationFailed(c.w, github.Error{Resource: "IssueComment", Field: "since", Code: "invalid"})
+			return
+		}
+		since = t
+	}
+	var matching []*comment
 	for _, cm := range is.comments {
+		if !cm.at.Before(since) { // updated at or after since; comments here are never edited
+			matching = append(matching, cm)
+		}
+	}
+	list := []jsonObj{}
+	for _, cm := range paginate(s, c, matching) {
 		list = append(list, s.commentJSON(is, cm))
 	}
-	writeJSON(c.w, http.StatusOK, paginate(s, c, list))
+	writeJSON(c.w, http.StatusOK, list)
 }
 
 func (s *Server) createComment(c *call, is *issue) {
