@@ -393,6 +393,6 @@ func (s *session) commitMessage(phase string) string {
 	if len(r.Outcomes) > 0 {
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "Astra-Runner: %s", s.r.opts.RunnerID) // a trailer; the ledger anchors follow
+	fmt.Fprintf(&b, "%s: %s", gitops.RunnerTrailer, s.r.opts.RunnerID) // a trailer; the ledger anchors follow
 	return b.String()
 }
