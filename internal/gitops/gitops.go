@@ -211,6 +211,9 @@ func Open(opts Options) (*Repo, error) {
 		if err := r.setupAuth(); err != nil {
 			return nil, err
 		}
+		if err := r.dropEmptyTrackingRefs(); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }

@@ -313,9 +313,9 @@ func (r *Repo) Sync(ctx context.Context) error {
 
 // fetch brings remote ref src into local ref dst and returns its hash.
 func (r *Repo) fetch(ctx context.Context, src, dst plumbing.ReferenceName) (plumbing.Hash, error) {
-	remote, err := r.repo.Remote(r.opts.Remote)
+	remote, err := r.remote()
 	if err != nil {
-		return plumbing.ZeroHash, r.fail(ErrNoRemote, "remote "+r.opts.Remote, err, "")
+		return plumbing.ZeroHash, err
 	}
 	shallow, err := r.shallow()
 	if err != nil {

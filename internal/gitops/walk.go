@@ -156,9 +156,9 @@ func (r *Repo) isShallow(h plumbing.Hash) bool {
 // would still cut the history where it was, so the boundaries whose
 // parents are now all here are dropped, as git does.
 func (r *Repo) deepen(ctx context.Context, depth int) error {
-	remote, err := r.repo.Remote(r.opts.Remote)
+	remote, err := r.remote()
 	if err != nil {
-		return r.fail(ErrNoRemote, "remote "+r.opts.Remote, err, "")
+		return err
 	}
 	tracking := plumbing.NewRemoteReferenceName(r.opts.Remote, r.branch.Short())
 	err = remote.FetchContext(ctx, &git.FetchOptions{
