@@ -78,4 +78,3 @@ func TestLocalWorkFiles(t *testing.T) {
 		t.Fatalf("local work %+v", w)
 	}
 }
-
