@@ -151,10 +151,7 @@ func Open(opts Options) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
-	if errors.Is(err, git.ErrUnknownExtension) {
-		repo, err = openTolerant(dir) // a partial clone or a sparse checkout
-	}
+	repo, err := plainOpen(dir)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		if _, derr := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true}); derr == nil {
 			return nil, fmt.Errorf("%s is inside a git repository but is not its top level: run astra from the repository root", dir)
