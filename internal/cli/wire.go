@@ -138,7 +138,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 func (a *app) gitOptions(branch string) gitops.Options {
 	return gitops.Options{Dir: a.repo(), Remote: a.v.GetString("git.remote"), Branch: branch,
 		AuthorName: a.v.GetString("git.author_name"), AuthorEmail: a.v.GetString("git.author_email"), Token: a.getenv("GITHUB_TOKEN"),
-		Started: a.started}
+		Started: a.started, Timeout: a.v.GetDuration("git.timeout"), Budget: a.v.GetDuration("git.budget")}
 }
 
 // completeSchedules completes schedule names and ids for commands taking one.
