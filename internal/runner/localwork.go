@@ -14,13 +14,9 @@ type localWorker interface {
 }
 
 // configFiles are the paths a run's configuration is read from: the
-// schedules, the policies, the settings and the tools' own files.
+// schedules, the policies, the settings and what the tools run or load.
 func (r *Runner) configFiles() []string {
-	files := []string{"schedules", "policies", ".astra.yaml"}
-	for _, tool := range r.cfg.Policies.Tools {
-		files = append(files, tool.RepoFiles()...)
-	}
-	return files
+	return append([]string{"schedules", "policies", ".astra.yaml"}, r.toolFiles(nil)...)
 }
 
 // refuseLocalWork stops a run that would push before it changes anything
