@@ -35,7 +35,7 @@ var layers = map[string][]string{
 	"internal/scaffold":          {"internal/buildinfo"},
 	"scripts/action":             {}, // tests of the GitHub Action's scripts
 	"internal/model":             {"internal/cron", "internal/diag", "internal/money"},
-	"internal/config":            {"internal/codeowners", "internal/cron", "internal/diag", "internal/model", "internal/money", "internal/redact", "internal/repofs", "internal/seal"},
+	"internal/config":            {"internal/approval", "internal/codeowners", "internal/cron", "internal/diag", "internal/model", "internal/money", "internal/redact", "internal/repofs", "internal/seal"},
 	"internal/state":             {"internal/ledger", "internal/money", "internal/repofs"},
 	"internal/ledgerkey":         {"internal/gitops", "internal/ledger", "internal/model", "internal/seal"},
 	"internal/ledger/ledgertest": {"internal/ledger", "internal/money"},
@@ -48,7 +48,7 @@ var layers = map[string][]string{
 	"internal/executor":          {"internal/ledger", "internal/model", "internal/money", "internal/redact", "internal/sandbox"},
 	"internal/tools":             {"internal/introspect", "internal/ledger", "internal/model", "internal/state"},
 	"internal/identity":          {"internal/model"},
-	"internal/posture":           {"internal/codeowners", "internal/forge", "internal/model", "internal/repofs", "internal/seal"},
+	"internal/posture":           {"internal/approval", "internal/codeowners", "internal/forge", "internal/model", "internal/repofs", "internal/seal"},
 	"internal/ledgerops":         {"internal/gitops", "internal/ledger", "internal/state"},
 	"internal/runner": {"internal/approval", "internal/executor", "internal/forge", "internal/gate", "internal/gitops", "internal/identity",
 		"internal/introspect", "internal/ledger", "internal/ledgerops", "internal/memory", "internal/model", "internal/money", "internal/plan", "internal/posture", "internal/redact", "internal/repofs",

@@ -8,11 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/astra-gitops/astra/internal/buildinfo"
 	"github.com/astra-gitops/astra/internal/model"
@@ -26,9 +23,9 @@ import (
 //   - tool: the resolved tool entry (how it runs, what it may touch, its
 //     tier, capabilities and risk), and whether the action is the run or
 //     the tool's rollback;
-//   - files: the git blob id of every repository file the tool runs (an
-//     argv element of its command or rollback naming a regular file in
-//     the repository);
+//   - files: the git blob id of every repository file the tool runs or
+//     loads (ToolFiles: the directory of each script its command or
+//     rollback names, and its files: globs);
 //   - payload: the payload and the triggering event (PayloadHash);
 //   - actor: the actor the run acts as, its scopes and its autonomy;
 //   - schedule: the schedule's definition hash;
@@ -108,15 +105,13 @@ func Compute(s Subject) (Action, error) {
 		SignatureSecretEnv: t.SignatureSecretEnv, Action: t.Action, Rollback: t.Rollback, Writes: t.Writes, Tier: t.Tier,
 		Capabilities: t.Capabilities, Idempotent: t.Idempotent, RequiresApproval: t.RequiresApproval, RiskLevel: t.RiskLevel}
 	files := map[string]string{}
-	if t.Kind == model.KindExec {
-		for _, arg := range append(slices.Clone(t.Command), t.Rollback...) {
-			p, blob, err := repoFile(s.Root, arg)
-			if err != nil {
-				return Action{}, err
-			}
-			if p != "" {
-				files[p] = blob
-			}
+	bound, _, err := ToolFiles(s.Root, t)
+	if err != nil {
+		return Action{}, fmt.Errorf("what tool %s runs cannot be bound to an approval: %w", t.Name, err)
+	}
+	for _, p := range bound {
+		if files[p], err = blobOf(s.Root, p); err != nil {
+			return Action{}, err
 		}
 	}
 	actor := struct {
@@ -161,47 +156,26 @@ func Version() string {
 	return v
 }
 
-// repoFile says whether arg names a regular file of the repository and,
-// if so, its slash path and git blob id. Program names (sh, node), flags
-// and paths outside the repository are not repository files.
-func repoFile(root, arg string) (string, string, error) {
-	if arg == "" || strings.HasPrefix(arg, "-") {
-		return "", "", nil
-	}
-	rel := arg
-	if filepath.IsAbs(rel) {
-		r, err := filepath.Rel(root, rel)
-		if err != nil || !filepath.IsLocal(r) {
-			return "", "", nil
-		}
-		rel = r
-	}
-	rel = filepath.Clean(filepath.FromSlash(rel))
-	if !filepath.IsLocal(rel) {
-		return "", "", nil
-	}
-	slash := filepath.ToSlash(rel)
+// blobOf is the git blob id of repository file slash.
+func blobOf(root, slash string) (string, error) {
 	f, err := repofs.Open(root, slash)
-	switch {
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, repofs.ErrNotRegular), errors.Is(err, repofs.ErrOutside):
-		return "", "", nil
-	case err != nil:
-		return "", "", fmt.Errorf("the tool runs %s, which astra cannot bind to the approval: %w", slash, err)
+	if err != nil {
+		return "", fmt.Errorf("the tool runs %s, which astra cannot bind to the approval: %w", slash, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
 	if fi.Size() > maxToolFile {
-		return "", "", fmt.Errorf("the tool runs %s, larger than the %d MB astra binds to an approval", slash, maxToolFile>>20)
+		return "", fmt.Errorf("the tool runs %s, larger than the %d MB astra binds to an approval", slash, maxToolFile>>20)
 	}
 	h := sha1.New() // git's object id; sha1 is what git names blobs by
 	h.Write([]byte("blob " + strconv.FormatInt(fi.Size(), 10) + "\x00"))
 	if n, err := io.Copy(h, io.LimitReader(f, fi.Size()+1)); err != nil || n != fi.Size() {
-		return "", "", fmt.Errorf("reading %s to bind it to the approval: it changed while read (%v)", slash, err)
+		return "", fmt.Errorf("reading %s to bind it to the approval: it changed while read (%v)", slash, err)
 	}
-	return slash, hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // BlobID is git's object id of a file holding data.

@@ -197,8 +197,17 @@ func Parse(raw []byte) (*Token, error) {
 	if err := dec.Decode(&t); err != nil {
 		return nil, fmt.Errorf("not a valid approval token: %v", err)
 	}
+	if len(bytes.TrimSpace(raw[dec.InputOffset():])) > 0 {
+		return nil, errors.New("not a valid approval token: data after the token")
+	}
 	return &t, nil
 }
+
+// SignedID names a token an approver signed by what the signature covers,
+// not by its bytes: a copy re-encoded (whitespace, key order, a trailing
+// newline, the signature's armor wrapped again) is the same approval, so
+// a used one stays used.
+func (t *Token) SignedID() string { return Hash(t.SignedBytes()) }
 
 // ErrNoToken means the schedule has no token file.
 var ErrNoToken = errors.New("no approval token")

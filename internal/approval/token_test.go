@@ -129,3 +129,32 @@ func TestVerifyApprover(t *testing.T) {
 		}
 	}
 }
+
+// TestSignedID: a signed token re-encoded (a trailing newline, other
+// indentation) is the same approval; another signature over other bytes
+// is not. Data after the token is refused.
+func TestSignedID(t *testing.T) {
+	tok := token()
+	tok.ApprovedBy, tok.ApproverSignature = "octocat", "-----BEGIN SSH SIGNATURE-----\nAAAA\n-----END SSH SIGNATURE-----\n"
+	raw := tok.Encode()
+	for _, copy := range [][]byte{
+		append(append([]byte(nil), raw...), '\n'),
+		[]byte(strings.ReplaceAll(string(raw), "\n  ", "\n\t")),
+	} {
+		got, err := Parse(copy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if Hash(copy) == Hash(raw) || got.SignedID() != tok.SignedID() {
+			t.Errorf("a re-encoded copy is another approval:\n%s", copy)
+		}
+	}
+	other := *tok
+	other.ExpiresAt = other.ExpiresAt.Add(time.Hour)
+	if other.SignedID() == tok.SignedID() {
+		t.Error("another token has the same id")
+	}
+	if _, err := Parse(append(append([]byte(nil), raw...), []byte(`{"schedule_id":"other"}`)...)); err == nil {
+		t.Error("data after the token is accepted")
+	}
+}

@@ -31,32 +31,7 @@ func TestApprovalAttacks(t *testing.T) {
 }
 
 func approvalAttacks(t *testing.T, secret string) {
-	var sched strings.Builder
-	sched.WriteString("schedules:\n  - {id: tick, name: tick, cron: \"*/10 * * * *\", target_tool: ticker}\n")
-	for _, name := range []string{"deploy_a", "deploy_b", "deploy_c", "deploy_d", "deploy_e", "deploy_f", "deploy_g"} {
-		ttl := "24h"
-		if name == "deploy_d" {
-			ttl = "1h"
-		}
-		sched.WriteString("  - {id: " + name + ", name: " + name + `, cron: "0 9 * * *", target_tool: deployer, approval_ttl: ` + ttl +
-			`, payload: {env: prod, api_token: sekrit-abc123}}` + "\n")
-	}
-	srv := githubtest.New(t, githubtest.Config{Files: map[string]string{
-		"schedules/s.yaml": sched.String(),
-		"policies/p.yaml":  githubPolicies,
-		"policies/t.yaml":  "tools:\n  ticker: {kind: exec, command: [sh, tick.sh], tier: 0}\n",
-		"tool.sh":          "echo \"$ASTRA_RUN_ID\" >> \"$SIDE\"\n",
-		"tick.sh":          "echo tick\n",
-	}})
-	srv.AddUser("tok-octocat", "octocat")
-	srv.AddUser("tok-mallory", "mallory")
-	srv.AddUser("tok-fiona", "fiona")
-	srv.AddTeamMember("octo", "founders", "fiona")
-	side := filepath.Join(t.TempDir(), "side.log")
-	ci := &ciRun{t: t, srv: srv, env: map[string]string{
-		"GITHUB_TOKEN": srv.BotToken, "GITHUB_REPOSITORY": srv.Repository(), "GITHUB_API_URL": srv.URL,
-		"ASTRA_APPROVAL_SECRET": secret, "SIDE": side, "ASTRA_SANDBOX_WRITABLE": filepath.Dir(side), "GITHUB_ACTIONS": "",
-	}}
+	srv, side, ci := approvalRig(t, secret)
 	runDue := func(now string) string {
 		t.Helper()
 		out, code := ci.run(now, "run-due")
@@ -71,40 +46,10 @@ func approvalAttacks(t *testing.T, secret string) {
 	if out := runDue("2026-11-22T09:00:30Z"); strings.Count(out, "awaiting_approval") != 7 {
 		t.Fatalf("want seven approval requests:\n%s", out)
 	}
-	prs := map[string]int{}
-	listOut, _ := ci.run("2026-11-22T09:01:00Z", "approvals", "list", "--json")
-	var rows []struct {
-		ScheduleID string `json:"schedule_id"`
-		PR         int    `json:"pr"`
-	}
-	if err := json.Unmarshal([]byte(listOut[:strings.LastIndex(listOut, "]")+1]), &rows); err != nil {
-		t.Fatalf("approvals list --json: %v\n%s", err, listOut)
-	}
-	for _, r := range rows {
-		prs[r.ScheduleID] = r.PR
-	}
-	if len(prs) != 7 {
-		t.Fatalf("pending requests: %v", prs)
-	}
+	prs := pendingPRs(t, ci)
 
-	// The pull request says in plain words what will run, and who may approve.
 	gh := srv.Client(srv.BotToken)
-	pr, _, err := gh.PullRequests.Get(context.Background(), "octo", "widgets", prs["deploy_a"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := pr.GetBody()
-	for _, want := range []string{"deploy_a", "`deployer`", "runs sh tool.sh", "risk high", "not idempotent", "| Safety tier | 2 (external) |",
-		"2026-11-22T09:00:00Z", "Expires | 2026-11-23T09:00:00Z", "role `founder`: octocat, @octo/founders",
-		"safety tier 2 (external)", "task policy for deployer (global) has auto_execute: false", `"api_token": "[REDACTED]"`,
-		"Merge this pull request to approve one run"} {
-		if !strings.Contains(body, want) {
-			t.Errorf("PR body lacks %q:\n%s", want, body)
-		}
-	}
-	if strings.Contains(body, "sekrit-abc123") || strings.Contains(body, srv.BotToken) {
-		t.Fatal("a secret reached the PR body")
-	}
+	checkApprovalPRBody(t, srv, gh, prs["deploy_a"])
 	tokenOf := func(id string) []byte {
 		return mustRead(t, srv, "astra/approve/"+id, "var/approvals/pending/"+id+".token")
 	}
@@ -207,6 +152,81 @@ func approvalAttacks(t *testing.T, secret string) {
 	}
 	if out, code := ci.run("2026-11-23T09:01:00Z", "ledger", "verify"); code != 0 {
 		t.Fatalf("ledger does not verify:\n%s", out)
+	}
+}
+
+// approvalRig is a repository of seven tier-2 schedules and a tier-0 one
+// behind the GitHub test server, with an approver (octocat), one through a
+// team (fiona) and a writer who is not (mallory).
+func approvalRig(t *testing.T, secret string) (*githubtest.Server, string, *ciRun) {
+	var sched strings.Builder
+	sched.WriteString("schedules:\n  - {id: tick, name: tick, cron: \"*/10 * * * *\", target_tool: ticker}\n")
+	for _, name := range []string{"deploy_a", "deploy_b", "deploy_c", "deploy_d", "deploy_e", "deploy_f", "deploy_g"} {
+		ttl := "24h"
+		if name == "deploy_d" {
+			ttl = "1h"
+		}
+		sched.WriteString("  - {id: " + name + ", name: " + name + `, cron: "0 9 * * *", target_tool: deployer, approval_ttl: ` + ttl +
+			`, payload: {env: prod, api_token: sekrit-abc123}}` + "\n")
+	}
+	srv := githubtest.New(t, githubtest.Config{Files: map[string]string{
+		"schedules/s.yaml": sched.String(),
+		"policies/p.yaml":  githubPolicies,
+		"policies/t.yaml":  "tools:\n  ticker: {kind: exec, command: [sh, tick.sh], tier: 0}\n",
+		"tool.sh":          "echo \"$ASTRA_RUN_ID\" >> \"$SIDE\"\n",
+		"tick.sh":          "echo tick\n",
+	}})
+	srv.AddUser("tok-octocat", "octocat")
+	srv.AddUser("tok-mallory", "mallory")
+	srv.AddUser("tok-fiona", "fiona")
+	srv.AddTeamMember("octo", "founders", "fiona")
+	side := filepath.Join(t.TempDir(), "side.log")
+	return srv, side, &ciRun{t: t, srv: srv, env: map[string]string{
+		"GITHUB_TOKEN": srv.BotToken, "GITHUB_REPOSITORY": srv.Repository(), "GITHUB_API_URL": srv.URL,
+		"ASTRA_APPROVAL_SECRET": secret, "SIDE": side, "ASTRA_SANDBOX_WRITABLE": filepath.Dir(side), "GITHUB_ACTIONS": "",
+	}}
+}
+
+// pendingPRs maps each pending request's schedule to its pull request.
+func pendingPRs(t *testing.T, ci *ciRun) map[string]int {
+	t.Helper()
+	prs := map[string]int{}
+	listOut, _ := ci.run("2026-11-22T09:01:00Z", "approvals", "list", "--json")
+	var rows []struct {
+		ScheduleID string `json:"schedule_id"`
+		PR         int    `json:"pr"`
+	}
+	if err := json.Unmarshal([]byte(listOut[:strings.LastIndex(listOut, "]")+1]), &rows); err != nil {
+		t.Fatalf("approvals list --json: %v\n%s", err, listOut)
+	}
+	for _, r := range rows {
+		prs[r.ScheduleID] = r.PR
+	}
+	if len(prs) != 7 {
+		t.Fatalf("pending requests: %v", prs)
+	}
+	return prs
+}
+
+// checkApprovalPRBody: the pull request says in plain words what will
+// run, and who may approve, and holds no secret.
+func checkApprovalPRBody(t *testing.T, srv *githubtest.Server, gh *github.Client, number int) {
+	t.Helper()
+	pr, _, err := gh.PullRequests.Get(context.Background(), "octo", "widgets", number)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := pr.GetBody()
+	for _, want := range []string{"deploy_a", "`deployer`", "runs sh tool.sh", "risk high", "not idempotent", "| Safety tier | 2 (external) |",
+		"2026-11-22T09:00:00Z", "Expires | 2026-11-23T09:00:00Z", "role `founder`: octocat, @octo/founders",
+		"safety tier 2 (external)", "task policy for deployer (global) has auto_execute: false", `"api_token": "[REDACTED]"`,
+		"Merge this pull request to approve one run"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("PR body lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "sekrit-abc123") || strings.Contains(body, srv.BotToken) {
+		t.Fatal("a secret reached the PR body")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,6 +196,7 @@ func (f *faultRig) killAfter(d time.Duration, phases map[string]int) {
 		return // it ended before the kill
 	}
 	f.killed++
+	f.checkRefs()
 	local := readLedger(f.t, readFileOrNil(f.t, filepath.Join(f.repo, "var", "schedules", "2026-11.ndjson.gz")))
 	remote := readLedger(f.t, f.remoteLedger())
 	for _, e := range local {
@@ -206,6 +208,25 @@ func (f *faultRig) killAfter(d time.Duration, phases map[string]int) {
 	ph := phase(at, local, remote, effects, start)
 	phases[ph]++
 	f.t.Logf("PHASE %s", ph)
+}
+
+// checkRefs fails the test on an empty ref file: a ref rewritten in
+// place, killed between the truncation and the write, which made every
+// later run fail on "ref file is empty".
+func (f *faultRig) checkRefs() {
+	f.t.Helper()
+	err := filepath.WalkDir(filepath.Join(f.repo, ".git", "refs"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if fi, err := d.Info(); err == nil && fi.Size() == 0 && !strings.HasSuffix(p, ".lock") {
+			f.t.Errorf("a kill left an empty ref: %s", p)
+		}
+		return nil
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 // phase names where a killed run was, from what it left behind.

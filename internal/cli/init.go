@@ -66,26 +66,10 @@ func (a *app) runInit(ctx context.Context, o initOptions) error {
 	if err := a.permitInitForce(ctx, opts, o.by); err != nil {
 		return err
 	}
-	email, _ := gitops.UserEmail(a.repo())
-	if opts.Approver == "" {
-		opts.Approver = scaffold.LoginFromEmail(email)
-	}
-	if opts.Approver != "" {
-		opts.Email = email
-		opts.SigningKey = a.approverPublicKey(ctx)
-	}
-	key, env, note, err := a.newLedgerKey(o.keyFile)
+	a.initApprover(ctx, &opts)
+	key, note, err := a.initLedgerKey(o.keyFile, &opts)
 	if err != nil {
 		return err
-	}
-	opts.Environment = env
-	if key != nil {
-		opts.LedgerKey = key.public.String()
-		if !opts.DryRun {
-			if err := key.write(); err != nil {
-				return err
-			}
-		}
 	}
 	res, err := scaffold.Init(a.repo(), opts)
 	if key != nil && !opts.DryRun && (err != nil || len(res.Conflicts) > 0) {
@@ -94,15 +78,8 @@ func (a *app) runInit(ctx context.Context, o initOptions) error {
 	if err != nil {
 		return errkind.Usage(err)
 	}
-	if a.json() {
-		if err := a.printJSON(res); err != nil {
-			return err
-		}
-	} else {
-		a.printInit(res, opts.DryRun)
-	}
-	if len(res.Conflicts) > 0 {
-		return errkind.Usagef("%d file(s) exist with other content; nothing was written (rerun with --force to replace them)", len(res.Conflicts))
+	if err := a.reportInit(res, opts.DryRun); err != nil {
+		return err
 	}
 	if opts.DryRun {
 		if !a.json() {
@@ -125,25 +102,78 @@ func (a *app) runInit(ctx context.Context, o initOptions) error {
 		return errkind.Usagef("the setup does not validate; fix the errors above")
 	}
 	if !a.json() {
-		fmt.Fprintf(a.stdout, "\n%s validate. Next:\n  astra schedules next\n  astra run-due --dry-run\n  git add -A && git commit -m 'Add astra' && git push\n", count(len(cfg.Schedules), "schedule"))
-		if opts.Approver == "" && len(res.Skipped) == 0 {
-			fmt.Fprintln(a.stdout, "To add the approval example (an external tool that waits for a human), say who approves:\n  astra init --approver <your-github-login>")
-		} else if opts.Approver != "" {
-			fmt.Fprintf(a.stdout, "%s approves; try an approval with `astra run weekly_announcement`.\n", opts.Approver)
-			if opts.SigningKey != "" {
-				fmt.Fprintf(a.stdout, "`astra approve` signs with your SSH key (%s), listed for %s under signing_keys.\n", a.approverKey(""), opts.Approver)
-			} else {
-				fmt.Fprintln(a.stdout, "No SSH key found: to approve with `astra approve`, list your public key under signing_keys in policies/approvals.yaml.")
-			}
-			fmt.Fprintln(a.stdout, "Sign approval tokens too (recommended): openssl rand -hex 32 | gh secret set ASTRA_APPROVAL_SECRET")
-		}
-		fmt.Fprintln(a.stdout, "Approval pull requests opened with the default GITHUB_TOKEN do not trigger other workflows; see the README.")
-		if note != "" {
-			fmt.Fprintln(a.stdout, note)
-		}
+		a.printNext(len(cfg.Schedules), opts, len(res.Skipped) == 0, note)
 		a.printSetup(a.stdout, key, false)
 	}
 	return nil
+}
+
+// initLedgerKey makes the ledger key (written at once unless this is a
+// dry run) and lists its public half in opts.
+func (a *app) initLedgerKey(keyFile string, opts *scaffold.Options) (*ledgerKey, string, error) {
+	key, env, note, err := a.newLedgerKey(keyFile)
+	if err != nil {
+		return nil, "", err
+	}
+	opts.Environment = env
+	if key == nil {
+		return nil, note, nil
+	}
+	opts.LedgerKey = key.public.String()
+	if !opts.DryRun {
+		if err := key.write(); err != nil {
+			return nil, "", err
+		}
+	}
+	return key, note, nil
+}
+
+// initApprover defaults the approver to the login in git's user.email and
+// lists their SSH key for signed approvals.
+func (a *app) initApprover(ctx context.Context, opts *scaffold.Options) {
+	email, _ := gitops.UserEmail(a.repo())
+	if opts.Approver == "" {
+		opts.Approver = scaffold.LoginFromEmail(email)
+	}
+	if opts.Approver != "" {
+		opts.Email = email
+		opts.SigningKey = a.approverPublicKey(ctx)
+	}
+}
+
+// reportInit prints what init wrote and refuses when a file stood in the way.
+func (a *app) reportInit(res scaffold.Result, dryRun bool) error {
+	if a.json() {
+		if err := a.printJSON(res); err != nil {
+			return err
+		}
+	} else {
+		a.printInit(res, dryRun)
+	}
+	if len(res.Conflicts) > 0 {
+		return errkind.Usagef("%d file(s) exist with other content; nothing was written (rerun with --force to replace them)", len(res.Conflicts))
+	}
+	return nil
+}
+
+// printNext says what to do after a successful init.
+func (a *app) printNext(schedules int, opts scaffold.Options, allWritten bool, note string) {
+	fmt.Fprintf(a.stdout, "\n%s validate. Next:\n  astra schedules next\n  astra run-due --dry-run\n  git add -A && git commit -m 'Add astra' && git push\n", count(schedules, "schedule"))
+	if opts.Approver == "" && allWritten {
+		fmt.Fprintln(a.stdout, "To add the approval example (an external tool that waits for a human), say who approves:\n  astra init --approver <your-github-login>")
+	} else if opts.Approver != "" {
+		fmt.Fprintf(a.stdout, "%s approves; try an approval with `astra run weekly_announcement`.\n", opts.Approver)
+		if opts.SigningKey != "" {
+			fmt.Fprintf(a.stdout, "`astra approve` signs with your SSH key (%s), listed for %s under signing_keys.\n", a.approverKey(""), opts.Approver)
+		} else {
+			fmt.Fprintln(a.stdout, "No SSH key found: to approve with `astra approve`, list your public key under signing_keys in policies/approvals.yaml.")
+		}
+		fmt.Fprintln(a.stdout, "Sign approval tokens too (recommended): openssl rand -hex 32 | gh secret set ASTRA_APPROVAL_SECRET")
+	}
+	fmt.Fprintln(a.stdout, "Approval pull requests opened with the default GITHUB_TOKEN do not trigger other workflows; see the README.")
+	if note != "" {
+		fmt.Fprintln(a.stdout, note)
+	}
 }
 
 // approverPublicKey is the public key `astra approve` would sign with

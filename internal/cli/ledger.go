@@ -68,7 +68,9 @@ file:line and exits 1; a clean ledger exits 0.`,
 
 // runLedgerVerify is `astra ledger verify`.
 func (a *app) runLedgerVerify(_ context.Context, _ ledgerVerifyOptions) error {
+	stop := a.busy("verifying the ledger")
 	v, err := ledgerops.Verify(a.repo(), a.v.GetInt64("ledger.segment_size"), a.ledgerGit())
+	stop()
 	if err != nil {
 		return err
 	}

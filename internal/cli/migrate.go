@@ -72,8 +72,10 @@ func (a *app) runLedgerMigrate(ctx context.Context, o ledgerMigrateOptions) erro
 			return err
 		}
 	}
+	stop := a.busy(fmt.Sprintf("moving the ledger from %s to %s", o.from, o.to))
 	m, err := ledgerops.Migrate(ctx, repo, ledgerops.MigrateOptions{From: o.from, To: o.to, Clock: clock,
 		SegmentSize: a.v.GetInt64("ledger.segment_size"), RunnerID: a.runnerID()})
+	stop()
 	if err != nil {
 		return err
 	}

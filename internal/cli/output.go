@@ -21,6 +21,7 @@ import (
 
 // finishRun prints a run's report and maps its outcome to an exit code.
 func (a *app) finishRun(rep *runner.Report, err error) error {
+	_ = a.status.SetStatus("") // the run's progress, if it was interrupted
 	if rep != nil {
 		if a.json() {
 			if perr := a.printJSON(rep); perr != nil {

@@ -40,10 +40,13 @@ func (a *app) runReport(_ context.Context, o reportOptions) error {
 	if err != nil {
 		return err
 	}
+	stop := a.busy("reading the month for the dashboard")
 	d, err := report.Collect(cfg, a.store(), a.now(), a.getenv("GITHUB_REPOSITORY"), serverURL(a.getenv))
+	stop()
 	if err != nil {
 		return errkind.Usage(err)
 	}
+	d.Name = a.repoSlug()
 	if a.json() {
 		return a.printJSON(d)
 	}

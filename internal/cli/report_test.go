@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/astra-gitops/astra/internal/errkind"
+	"github.com/astra-gitops/astra/internal/report"
 	"github.com/chromedp/chromedp"
 )
 
@@ -361,4 +362,72 @@ func ledgerFigures(t *testing.T, ndjson string) figures {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// pagedFigures is what a reader sees of the dashboard's long tables.
+type pagedFigures struct {
+	Title        string   `json:"title"`
+	Visible      int      `json:"visible"`     // schedules rows shown
+	Pager        string   `json:"pager"`       // its label
+	AfterNext    string   `json:"afterNext"`   // the label after Next
+	FirstOnNext  string   `json:"firstOnNext"` // the first row shown then
+	DeadRows     int      `json:"deadRows"`
+	DeadVisible  int      `json:"deadVisible"`
+	DeadMore     string   `json:"deadMore"`
+	Groups       []string `json:"groups"` // dead letters by schedule: "name count"
+	DeadTotal    string   `json:"deadTotal"`
+	SortedToPage string   `json:"sortedToPage"` // the label after sorting on page 2
+}
+
+const readPaged = `(() => {
+  const shown = s => [...document.querySelectorAll(s + " tbody tr")].filter(tr => !tr.hidden);
+  const label = id => { const n = document.querySelector("#" + id + " + nav.pager span"); return n ? n.textContent : ""; };
+  const out = {title: document.title, visible: shown("#schedules").length, pager: label("schedules")};
+  document.querySelector("#schedules + nav.pager button:last-child").click();
+  out.afterNext = label("schedules");
+  out.firstOnNext = shown("#schedules")[0].dataset.schedule;
+  out.deadRows = document.querySelectorAll("#dead tbody tr").length;
+  out.deadVisible = shown("#dead").length;
+  out.deadMore = document.querySelector("#dead-more").textContent;
+  out.groups = [...document.querySelectorAll("#dead-by-schedule tbody tr")].map(tr => tr.dataset.schedule + " " + tr.children[1].textContent);
+  out.deadTotal = document.querySelector("#dead-total").textContent;
+  document.querySelector("#schedules th").click();
+  out.sortedToPage = label("schedules");
+  return out;
+})()`
+
+// TestDashboardPagesInBrowser: a repository with thousands of dead letters
+// and schedules gets a page that shows them a page at a time, the dead
+// letters summed up by schedule and the newest listed, and its name in
+// the title.
+func TestDashboardPagesInBrowser(t *testing.T) {
+	browser := chromiumPath(t)
+	gen := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	d := report.Data{Generated: gen, Month: "2026-11", Name: "acme/big"}
+	for i := range 120 {
+		d.Schedules = append(d.Schedules, report.ScheduleStats{ID: fmt.Sprintf("s%03d", i), Name: fmt.Sprintf("s%03d", i), Runs: i})
+	}
+	for i := range 3000 {
+		name := []string{"sync", "mail", "build"}[min(i%10, 2)]
+		d.DeadLetters = append(d.DeadLetters, report.DeadLetter{Key: fmt.Sprintf("%s@%d", name, i), Name: name, Attempts: 3,
+			Error: "exit status 1", At: gen.Add(time.Duration(i-3000) * time.Minute)})
+	}
+	p := filepath.Join(t.TempDir(), "index.html")
+	var page bytes.Buffer
+	if err := report.HTML(&page, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, page.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, errs, _ := openPage[pagedFigures](t, browser, p, readPaged)
+	if len(errs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(errs, "\n"))
+	}
+	want := pagedFigures{Title: "astra · acme/big · November 2026", Visible: 50, Pager: "1–50 of 120", AfterNext: "51–100 of 120", FirstOnNext: "s050",
+		DeadRows: 100, DeadVisible: 20, DeadMore: "2900 older: astra dead-letter list", Groups: []string{"build 2400", "mail 300", "sync 300"},
+		DeadTotal: "3000", SortedToPage: "1–50 of 120"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the page shows\n%+v\nwant\n%+v", got, want)
+	}
 }

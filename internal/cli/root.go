@@ -34,6 +34,7 @@ type app struct {
 	stdin   io.Reader
 	stdout  io.Writer           // through the ui funnel: cleaned of control characters
 	stderr  io.Writer           // likewise
+	status  *ui.Writer          // stderr's: where progress is drawn on a terminal
 	tty     bool                // stdout is a terminal
 	errTTY  bool                // stderr is a terminal
 	environ []string            // the environment, "NAME=value"
@@ -54,7 +55,9 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer, environ []string) *app {
 	a := &app{v: viper.New(), stdin: stdin, environ: environ, getenv: lookup(environ), started: time.Now(), tty: isTerminal(stdout),
 		errTTY: isTerminal(stderr)}
 	a.stdout = ui.NewWriter(stdout, a.tty && a.getenv("NO_COLOR") == "")
-	a.stderr = ui.NewWriter(stderr, false)
+	a.status = ui.NewWriter(stderr, false)
+	a.status.SetLive(a.errTTY)
+	a.stderr = a.status
 	return a
 }
 

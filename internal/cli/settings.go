@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/spf13/viper"
@@ -22,6 +23,8 @@ var settings = []struct {
 	{"ledger_branch", "branch the ledger is committed to (default: the checked-out branch; set it when main is protected)", ""},
 	{"git.remote", "remote astra pushes to", "origin"},
 	{"git.push", "push after committing (false: commit locally only, like --no-push)", true},
+	{"git.timeout", "longest one call to the git remote may take before it is retried", "2m"},
+	{"git.budget", "time a run may spend on the git remote in all, retries and their waits included; then it stops (exit 3), its events kept", "5m"},
 	{"git.author_name", "author and committer of astra's commits", "github-actions[bot]"},
 	{"git.author_email", "their email", "41898282+github-actions[bot]@users.noreply.github.com"},
 	{"github.approvals", "open approval pull requests when GITHUB_TOKEN and GITHUB_REPOSITORY are set (false: local token files only)", true},
@@ -82,7 +85,15 @@ var settingBounds = []struct {
 	{"ledger.segment_size", 64 << 10, 1 << 30},
 }
 
+// durationSettings are durations ("90s", "5m") that must be positive.
+var durationSettings = []string{"git.timeout", "git.budget"}
+
 func checkSettingBounds(v *viper.Viper) error {
+	for _, k := range durationSettings {
+		if d, err := time.ParseDuration(strings.TrimSpace(fmt.Sprint(v.Get(k)))); err != nil || d <= 0 {
+			return errkind.Usagef("setting %s: %v is not a positive duration (such as 90s or 5m)", k, v.Get(k))
+		}
+	}
 	for _, b := range settingBounds {
 		n, err := strconv.ParseInt(strings.TrimSpace(fmt.Sprint(v.Get(b.key))), 10, 64)
 		if err != nil {

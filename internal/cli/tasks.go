@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 
 	"github.com/spf13/cobra"
 
@@ -53,6 +55,7 @@ func (a *app) tasksListCmd() *cobra.Command {
 // runTasksList is `astra tasks list`.
 func (a *app) runTasksList(_ context.Context, o tasksListOptions) error {
 	q := o.query
+	q.Output = a.json() || a.verbose()
 	var err error
 	if q.Since, err = tools.Since(o.since, a.now()); err != nil {
 		return errkind.Usagef("--%w", err)
@@ -67,11 +70,51 @@ func (a *app) runTasksList(_ context.Context, o tasksListOptions) error {
 	default:
 		return errkind.Usagef("--status %q: use running, completed, failed, skipped, rolled_back or all", q.Status)
 	}
+	if q.Limit <= 0 && a.json() {
+		return a.streamTasks(q)
+	}
+	stop := a.busy("reading the ledger")
 	ts, err := introspect.Tasks(a.store(), a.now(), q)
+	stop()
 	if err != nil {
 		return err
 	}
 	return a.printTasks(ts)
+}
+
+// streamTasks prints an unbounded listing as JSON while it is read, so
+// that memory does not follow the month; the bytes are printJSON's.
+func (a *app) streamTasks(q introspect.Query) error {
+	w := bufio.NewWriter(a.stdout)
+	n := 0
+	var werr error
+	err := introspect.Each(a.store(), a.now(), q, func(t *introspect.Task) bool {
+		b, err := json.MarshalIndent(t, "  ", "  ")
+		if err != nil {
+			werr = err
+			return false
+		}
+		sep := ",\n  "
+		if n == 0 {
+			sep = "[\n  "
+		}
+		n++
+		w.WriteString(sep)
+		_, werr = w.Write(b)
+		return werr == nil
+	})
+	if err != nil {
+		return err
+	}
+	if werr != nil {
+		return werr
+	}
+	if n == 0 {
+		w.WriteString("[]\n")
+	} else {
+		w.WriteString("\n]\n")
+	}
+	return w.Flush()
 }
 
 // tasksByTraceOptions are `astra tasks by-trace`'s argument.
@@ -95,7 +138,9 @@ func (a *app) tasksByTraceCmd() *cobra.Command {
 
 // runTasksByTrace is `astra tasks by-trace`.
 func (a *app) runTasksByTrace(_ context.Context, o tasksByTraceOptions) error {
-	ts, err := introspect.ByTrace(a.store(), a.now(), o.traceID)
+	stop := a.busy("reading the ledger")
+	ts, err := introspect.ByTrace(a.store(), a.now(), o.traceID, a.json() || a.verbose())
+	stop()
 	if err != nil {
 		return err
 	}
@@ -122,7 +167,9 @@ func (a *app) tasksLastFailedCmd() *cobra.Command {
 
 // runTasksLastFailed is `astra tasks last-failed`.
 func (a *app) runTasksLastFailed(_ context.Context, o tasksLastFailedOptions) error {
-	ts, err := introspect.LastFailed(a.store(), a.now(), o.limit)
+	stop := a.busy("reading the ledger")
+	ts, err := introspect.LastFailed(a.store(), a.now(), o.limit, a.json() || a.verbose())
+	stop()
 	if err != nil {
 		return err
 	}

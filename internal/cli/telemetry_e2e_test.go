@@ -26,24 +26,10 @@ import (
 // task is its child with the span id its tool received, the chained step
 // is the task's child, and no secret reaches the receiver.
 func TestTraceOfARun(t *testing.T) {
-	var mu sync.Mutex
-	var bodies [][]byte
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		if r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
-			t.Errorf("OTLP request %s %s (%s)", r.Method, r.URL.Path, r.Header.Get("Content-Type"))
-		}
-		mu.Lock()
-		bodies = append(bodies, b)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-		w.Write(out)
-	}))
-	defer srv.Close()
+	url, received := otlpReceiver(t)
 
 	dir := t.TempDir()
-	for name, body := range map[string]string{
+	writeTree(t, dir, map[string]string{
 		"schedules/s.yaml": `schedules:
   - {id: fetch, name: fetch, cron: "0 * * * *", target_tool: show, result_route: {type: chain_next, schedule: publish}}
   - {id: publish, name: publish, cron: "0 0 1 1 *", target_tool: fail}
@@ -56,13 +42,7 @@ actors:
 `,
 		"show.sh": "echo \"traceparent=$TRACEPARENT\"\n",
 		"fail.sh": "echo \"token $GITHUB_TOKEN\" >&2; exit 1\n",
-	} {
-		p := filepath.Join(dir, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	gittest.Must(t, dir, "init", "-q")
 	gittest.Must(t, dir, "add", ".")
 	gittest.Must(t, dir, "commit", "-qm", "init")
@@ -70,18 +50,9 @@ actors:
 	const incoming = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	const secret = "ghp_0123456789abcdefSECRET"
 	env := map[string]string{
-		"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL, "TRACEPARENT": incoming, "GITHUB_TOKEN": secret,
+		"OTEL_EXPORTER_OTLP_ENDPOINT": url, "TRACEPARENT": incoming, "GITHUB_TOKEN": secret,
 	}
-	astra := func(args ...string) string {
-		t.Helper()
-		var out bytes.Buffer
-		var environ []string
-		for k, v := range env {
-			environ = append(environ, k+"="+v)
-		}
-		Execute(context.Background(), append([]string{"--repo", dir}, args...), strings.NewReader(""), &out, &out, environ)
-		return out.String()
-	}
+	astra := inProcess(t, dir, env)
 	astra("run-due", "--no-push", "--now", "2026-11-22T08:00:00Z", "--test-clock")
 	out := astra("run-due", "--no-push", "--now", "2026-11-22T09:00:10Z", "--test-clock")
 	if !strings.Contains(out, "ran") {
@@ -94,25 +65,7 @@ actors:
 	}
 	toolParent := got[i+len("traceparent=") : i+len("traceparent=")+55]
 
-	mu.Lock()
-	defer mu.Unlock()
-	spans := map[string]*tracepb.Span{}
-	for _, b := range bodies {
-		if bytes.Contains(b, []byte(secret)) {
-			t.Errorf("a secret reached the OTLP receiver")
-		}
-		var req coltracepb.ExportTraceServiceRequest
-		if err := proto.Unmarshal(b, &req); err != nil {
-			t.Fatal(err)
-		}
-		for _, rs := range req.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				for _, s := range ss.Spans {
-					spans[s.Name] = s // the second run's spans replace the first's
-				}
-			}
-		}
-	}
+	spans := decodeSpans(t, received(), secret)
 	run, task, step := spans["astra run-due"], spans["astra task fetch"], spans["astra task publish"]
 	if run == nil || task == nil || step == nil {
 		t.Fatalf("want a run, a task and a chained step; got %v", keys(spans))
@@ -134,15 +87,7 @@ actors:
 	if step.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || task.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
 		t.Errorf("statuses: task %v, failed step %v", task.Status, step.Status)
 	}
-	attrs := map[string]string{}
-	for _, kv := range task.Attributes {
-		attrs[kv.Key] = kv.Value.String()
-	}
-	for k, v := range map[string]string{"astra.schedule.id": "fetch", "astra.tool": "show", "astra.action": "ran"} {
-		if !strings.Contains(attrs[k], `"`+v+`"`) {
-			t.Errorf("task attribute %s = %s, want %q", k, attrs[k], v)
-		}
-	}
+	checkAttributes(t, task, map[string]string{"astra.schedule.id": "fetch", "astra.tool": "show", "astra.action": "ran"})
 }
 
 func keys[V any](m map[string]V) []string {
@@ -151,4 +96,93 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// otlpReceiver is an OTLP/HTTP trace endpoint; received returns the
+// request bodies so far.
+func otlpReceiver(t *testing.T) (url string, received func() [][]byte) {
+	var mu sync.Mutex
+	var bodies [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
+			t.Errorf("OTLP request %s %s (%s)", r.Method, r.URL.Path, r.Header.Get("Content-Type"))
+		}
+		mu.Lock()
+		bodies = append(bodies, b)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		w.Write(out)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() [][]byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([][]byte(nil), bodies...)
+	}
+}
+
+// decodeSpans returns the spans by name (a later span replaces an earlier
+// one of the same name) and fails when secret was exported.
+func decodeSpans(t *testing.T, bodies [][]byte, secret string) map[string]*tracepb.Span {
+	t.Helper()
+	spans := map[string]*tracepb.Span{}
+	for _, b := range bodies {
+		if bytes.Contains(b, []byte(secret)) {
+			t.Errorf("a secret reached the OTLP receiver")
+		}
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(b, &req); err != nil {
+			t.Fatal(err)
+		}
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				for _, s := range ss.Spans {
+					spans[s.Name] = s
+				}
+			}
+		}
+	}
+	return spans
+}
+
+func checkAttributes(t *testing.T, span *tracepb.Span, want map[string]string) {
+	t.Helper()
+	attrs := map[string]string{}
+	for _, kv := range span.Attributes {
+		attrs[kv.Key] = kv.Value.String()
+	}
+	for k, v := range want {
+		if !strings.Contains(attrs[k], `"`+v+`"`) {
+			t.Errorf("%s attribute %s = %s, want %q", span.Name, k, attrs[k], v)
+		}
+	}
+}
+
+// writeTree writes files (path: content) under dir.
+func writeTree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// inProcess runs astra in this process on the repository dir with env as
+// its whole environment, returning what it printed.
+func inProcess(t *testing.T, dir string, env map[string]string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		var environ []string
+		for k, v := range env {
+			environ = append(environ, k+"="+v)
+		}
+		Execute(context.Background(), append([]string{"--repo", dir}, args...), strings.NewReader(""), &out, &out, environ)
+		return out.String()
+	}
 }

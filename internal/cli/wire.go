@@ -98,9 +98,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 	if opts.MaxParallel == 0 {
 		opts.MaxParallel = a.v.GetInt("run.max_parallel")
 	}
-	if a.verbose() || a.errTTY {
-		opts.Progress = a.stderr
-	}
+	opts.Progress = &runProgress{w: a.status}
 	exec := executor.New(executor.Options{Redactor: red, Builtin: tools.Builtin(cfg, a.store(), a.now), GitHub: githubTools(fc)})
 	var git runner.Syncer
 	if !f.dryRun && !f.noGit {
@@ -129,7 +127,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 		approvals = fc
 	}
 	if fc != nil {
-		opts.Notify = fc.CommentIssue
+		opts.Notify = fc.CommentIssueSince
 	}
 	opts.Posture = a.postureInput(cfg, fc)
 	return runner.New(cfg, opts, exec, git, approvals), nil
@@ -140,7 +138,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 func (a *app) gitOptions(branch string) gitops.Options {
 	return gitops.Options{Dir: a.repo(), Remote: a.v.GetString("git.remote"), Branch: branch,
 		AuthorName: a.v.GetString("git.author_name"), AuthorEmail: a.v.GetString("git.author_email"), Token: a.getenv("GITHUB_TOKEN"),
-		Started: a.started}
+		Started: a.started, Timeout: a.v.GetDuration("git.timeout"), Budget: a.v.GetDuration("git.budget")}
 }
 
 // completeSchedules completes schedule names and ids for commands taking one.

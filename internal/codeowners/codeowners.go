@@ -141,8 +141,42 @@ func Overlap(glob string, patterns ...string) (path string, which int, found boo
 // ownerRegexp is a CODEOWNERS pattern as a regular expression over slash
 // paths; "" when GitHub would not read it.
 func ownerRegexp(pattern string) string {
-	if pattern == "" || pattern == "/" || strings.Contains(pattern, "***") || strings.ContainsAny(pattern, "[]!") {
+	segs := ownerSegments(pattern)
+	if segs == nil {
 		return ""
+	}
+	var b strings.Builder
+	last := len(segs) - 1
+	slash := false // a segment before needs a slash after it
+	for i, seg := range segs {
+		if seg == "**" {
+			b.WriteString(ownerDoubleStar(i == 0, i == last))
+			slash = i > 0
+			continue
+		}
+		if slash {
+			b.WriteString(`/`)
+		}
+		slash = true
+		if seg == "*" {
+			b.WriteString(`[^/]+`) // direct children only: no descendants
+			continue
+		}
+		if !segment(&b, seg, false) {
+			return ""
+		}
+		if i == last {
+			b.WriteString(`(?:/.+)?`) // and everything beneath
+		}
+	}
+	return b.String()
+}
+
+// ownerSegments splits a CODEOWNERS pattern into the segments it matches
+// from the root; nil when GitHub would not read it.
+func ownerSegments(pattern string) []string {
+	if pattern == "" || pattern == "/" || strings.Contains(pattern, "***") || strings.ContainsAny(pattern, "[]!") {
+		return nil
 	}
 	segs := strings.Split(pattern, "/")
 	if segs[0] == "" {
@@ -153,40 +187,20 @@ func ownerRegexp(pattern string) string {
 	if len(segs) > 1 && segs[len(segs)-1] == "" {
 		segs[len(segs)-1] = "**" // a trailing slash: everything beneath
 	}
-	var b strings.Builder
-	last := len(segs) - 1
-	slash := false // a segment before needs a slash after it
-	for i, seg := range segs {
-		switch {
-		case seg == "**" && i == 0 && i == last:
-			b.WriteString(`.+`)
-		case seg == "**" && i == 0:
-			b.WriteString(`(?:.+/)?`)
-		case seg == "**" && i == last:
-			b.WriteString(`/.+`)
-		case seg == "**":
-			b.WriteString(`(?:/.+)?`)
-			slash = true
-		case seg == "*":
-			if slash {
-				b.WriteString(`/`)
-			}
-			b.WriteString(`[^/]+`) // direct children only: no descendants
-			slash = true
-		default:
-			if slash {
-				b.WriteString(`/`)
-			}
-			if !segment(&b, seg, false) {
-				return ""
-			}
-			if i == last {
-				b.WriteString(`(?:/.+)?`) // and everything beneath
-			}
-			slash = true
-		}
+	return segs
+}
+
+// ownerDoubleStar is "**" of a CODEOWNERS pattern by where it stands.
+func ownerDoubleStar(first, last bool) string {
+	switch {
+	case first && last:
+		return `.+`
+	case first:
+		return `(?:.+/)?`
+	case last:
+		return `/.+`
 	}
-	return b.String()
+	return `(?:/.+)?`
 }
 
 // globRegexp is an astra path glob (model.Glob) as a regular expression

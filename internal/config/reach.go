@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/astra-gitops/astra/internal/approval"
 	"github.com/astra-gitops/astra/internal/codeowners"
 	"github.com/astra-gitops/astra/internal/diag"
 	"github.com/astra-gitops/astra/internal/model"
@@ -24,14 +25,7 @@ import (
 //   - payloads over model.MaxPayloadBytes.
 func validateToolReach(root string, cfg *model.Config, diags *diag.List) {
 	p := &cfg.Policies
-	protected := []string{"/.github/", "/CODEOWNERS", "/docs/CODEOWNERS"}
-	why := []string{"holds the workflows", "decides who reviews what", "decides who reviews what"}
-	for _, name := range toolNames(p) {
-		for _, f := range p.Tools[name].RepoFiles() {
-			protected = append(protected, "/"+f)
-			why = append(why, "tool "+name+" runs")
-		}
-	}
+	bound := boundByTools(root, p)
 	owners, ownersErr := readCodeowners(root)
 	if ownersErr != nil {
 		diags.Warnf(diag.Pos{}, "", "CODEOWNERS could not be read, so writes: patterns are not checked against it: %v", ownersErr)
@@ -39,6 +33,7 @@ func validateToolReach(root string, cfg *model.Config, diags *diag.List) {
 	const hint = "narrow the pattern to paths no one reviews as code, such as reports/*.md"
 	for _, name := range toolNames(p) {
 		t := p.Tools[name]
+		protected, why := bound.except(name)
 		for _, g := range t.Writes {
 			if checkWrites(g) != "" {
 				continue // reported already
@@ -65,6 +60,42 @@ func validateToolReach(root string, cfg *model.Config, diags *diag.List) {
 			diags.Errorf(s.Meta.At("payload"), limitHint, "the payload is %d bytes of JSON, over the limit of %d", len(b), model.MaxPayloadBytes)
 		}
 	}
+}
+
+// toolBound is what each tool runs or loads.
+type toolBound struct {
+	names       []string
+	files, dirs [][]string
+}
+
+func boundByTools(root string, p *model.Policies) *toolBound {
+	b := &toolBound{names: toolNames(p)}
+	for _, name := range b.names {
+		files, dirs, _ := approval.ToolFiles(root, p.Tools[name])
+		b.files, b.dirs = append(b.files, files), append(b.dirs, dirs)
+	}
+	return b
+}
+
+// except is what tool self's writes may not reach, as CODEOWNERS
+// patterns, and why: workflows, CODEOWNERS, every other tool's files and
+// directories, and self's own files (what self declares it writes in its
+// own directory is its output).
+func (b *toolBound) except(self string) (protected, why []string) {
+	protected = []string{"/.github/", "/CODEOWNERS", "/docs/CODEOWNERS"}
+	why = []string{"holds the workflows", "decides who reviews what", "decides who reviews what"}
+	for i, name := range b.names {
+		for _, f := range b.files[i] {
+			protected, why = append(protected, "/"+f), append(why, "tool "+name+" runs or loads")
+		}
+		if name == self {
+			continue
+		}
+		for _, d := range b.dirs[i] {
+			protected, why = append(protected, "/"+d+"/"), append(why, "holds what tool "+name+" runs or loads")
+		}
+	}
+	return protected, why
 }
 
 // readCodeowners reads the CODEOWNERS file GitHub uses: the first of

@@ -338,6 +338,11 @@ func validateTool(root, name string, t *model.Tool, builtins map[string]*model.T
 			diags.Errorf(m.At("writes"), "declare paths inside the repository that astra does not manage, such as reports/**", "writes pattern %q %s", g, msg)
 		}
 	}
+	for _, g := range t.Files {
+		if msg := checkWrites(g); msg != "" {
+			diags.Errorf(m.At("files"), "name files of the repository that the tool loads, such as lib/deploy/**", "files pattern %q %s", g, msg)
+		}
+	}
 	if t.Kind != model.KindHTTP && (t.URL != "" || t.SignatureSecretEnv != "" || len(t.Headers) > 0) {
 		diags.Errorf(m.At("url"), "", "url, headers and signature_secret_env only apply to http tools")
 	}
@@ -402,6 +407,9 @@ func validateExecOnly(t *model.Tool, diags *diag.List) {
 	}
 	if len(t.Writes) > 0 {
 		diags.Errorf(t.Meta.At("writes"), "", "writes only applies to exec tools")
+	}
+	if len(t.Files) > 0 {
+		diags.Errorf(t.Meta.At("files"), "", "files only applies to exec tools")
 	}
 }
 

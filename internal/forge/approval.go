@@ -392,7 +392,7 @@ func (c *Client) PullRequest(ctx context.Context, number int) (PR, error) {
 	if pr.ClosedBy == "" {
 		return pr, nil
 	}
-	comments, err := c.comments(ctx, number)
+	comments, err := c.comments(ctx, number, time.Time{})
 	if err != nil {
 		return pr, c.fail(err, "read comments of pull request #%d", number)
 	}

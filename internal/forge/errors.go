@@ -200,55 +200,17 @@ func (c *Client) apiError(resp *http.Response, message string, details []github.
 // hint says what to do about an error answer, by status and endpoint.
 func (c *Client) hint(resp *http.Response, method, p, msg string) string {
 	repo := c.owner + "/" + c.repo
-	rest, inRepo := strings.CutPrefix(p, "/repos/"+repo)
-	if !inRepo {
-		// GitHub is case-insensitive about owner/repo.
-		if len(p) >= len("/repos/"+repo) && strings.EqualFold(p[:len("/repos/"+repo)], "/repos/"+repo) {
-			rest, inRepo = p[len("/repos/"+repo):], true
-		}
-	}
+	rest, inRepo := c.inRepo(p)
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
 		return fmt.Sprintf("GitHub rejected the token (bad or expired credentials): check that GITHUB_TOKEN is set for this step and is a token for %s", c.host)
 	case http.StatusForbidden:
-		lmsg := strings.ToLower(msg)
-		switch {
-		case resp.Header.Get("X-GitHub-SSO") != "":
-			return "the token is not authorized for the organization's SAML single sign-on: authorize it for the organization"
-		case strings.Contains(lmsg, "not permitted to create or approve pull requests"):
-			return "the repository does not let GitHub Actions open pull requests: enable Settings → Actions → General → Workflow permissions → \"Allow GitHub Actions to create and approve pull requests\" (or use a GitHub App token)"
-		case strings.HasPrefix(p, "/orgs/"):
-			return "the token cannot read organization team membership (a workflow's GITHUB_TOKEN never can): use a GitHub App or fine-grained token with organization `members: read`, or list approvers by login"
-		case inRepo:
-			if perm := permissionFor(method, rest); perm != "" {
-				return fmt.Sprintf("the token lacks %s (add it under `permissions:` in the workflow)", perm)
-			}
-			return fmt.Sprintf("the token is not allowed to do this in %s", repo)
-		}
+		return forbiddenHint(resp, method, p, msg, repo, rest, inRepo)
 	case http.StatusNotFound:
 		if !inRepo {
 			return ""
 		}
-		seg := strings.Split(strings.Trim(rest, "/"), "/")
-		notVisible := fmt.Sprintf("repository %s not found or the token cannot see it", repo)
-		switch {
-		case rest == "":
-			return notVisible + " (check GITHUB_REPOSITORY and the token's repository access)"
-		case seg[0] == "git" && len(seg) > 3 && seg[2] == "heads":
-			return fmt.Sprintf("branch %s not found in %s", strings.Join(seg[3:], "/"), repo)
-		case seg[0] == "contents":
-			if strings.HasPrefix(msg, "No commit found for the ref") {
-				return fmt.Sprintf("ref %s not found in %s", resp.Request.URL.Query().Get("ref"), repo)
-			}
-			return fmt.Sprintf("%s not found at ref %q in %s", strings.Join(seg[1:], "/"), resp.Request.URL.Query().Get("ref"), repo)
-		case seg[0] == "pulls" && len(seg) > 1:
-			return fmt.Sprintf("pull request #%s not found in %s", seg[1], repo)
-		case seg[0] == "issues" && len(seg) > 1:
-			return fmt.Sprintf("issue or pull request #%s not found in %s", seg[1], repo)
-		case seg[0] == "dispatches":
-			return notVisible + " (repository_dispatch needs `contents: write`)"
-		}
-		return fmt.Sprintf("not found in %s, or the token cannot see that repository", repo)
+		return notFoundHint(resp, msg, repo, rest)
 	case http.StatusConflict:
 		return "the branch or file changed meanwhile; run again"
 	case http.StatusUnprocessableEntity:
@@ -258,6 +220,57 @@ func (c *Client) hint(resp *http.Response, method, p, msg string) string {
 		return "GitHub is having trouble (see https://www.githubstatus.com); run again later"
 	}
 	return ""
+}
+
+// inRepo returns p below /repos/owner/repo, which GitHub matches without
+// regard to case.
+func (c *Client) inRepo(p string) (rest string, ok bool) {
+	prefix := "/repos/" + c.owner + "/" + c.repo
+	if len(p) >= len(prefix) && strings.EqualFold(p[:len(prefix)], prefix) {
+		return p[len(prefix):], true
+	}
+	return "", false
+}
+
+func forbiddenHint(resp *http.Response, method, p, msg, repo, rest string, inRepo bool) string {
+	switch {
+	case resp.Header.Get("X-GitHub-SSO") != "":
+		return "the token is not authorized for the organization's SAML single sign-on: authorize it for the organization"
+	case strings.Contains(strings.ToLower(msg), "not permitted to create or approve pull requests"):
+		return "the repository does not let GitHub Actions open pull requests: enable Settings → Actions → General → Workflow permissions → \"Allow GitHub Actions to create and approve pull requests\" (or use a GitHub App token)"
+	case strings.HasPrefix(p, "/orgs/"):
+		return "the token cannot read organization team membership (a workflow's GITHUB_TOKEN never can): use a GitHub App or fine-grained token with organization `members: read`, or list approvers by login"
+	case inRepo:
+		if perm := permissionFor(method, rest); perm != "" {
+			return fmt.Sprintf("the token lacks %s (add it under `permissions:` in the workflow)", perm)
+		}
+		return fmt.Sprintf("the token is not allowed to do this in %s", repo)
+	}
+	return ""
+}
+
+// notFoundHint names what was not found in repo: rest is the path below it.
+func notFoundHint(resp *http.Response, msg, repo, rest string) string {
+	seg := strings.Split(strings.Trim(rest, "/"), "/")
+	notVisible := fmt.Sprintf("repository %s not found or the token cannot see it", repo)
+	switch {
+	case rest == "":
+		return notVisible + " (check GITHUB_REPOSITORY and the token's repository access)"
+	case seg[0] == "git" && len(seg) > 3 && seg[2] == "heads":
+		return fmt.Sprintf("branch %s not found in %s", strings.Join(seg[3:], "/"), repo)
+	case seg[0] == "contents":
+		if strings.HasPrefix(msg, "No commit found for the ref") {
+			return fmt.Sprintf("ref %s not found in %s", resp.Request.URL.Query().Get("ref"), repo)
+		}
+		return fmt.Sprintf("%s not found at ref %q in %s", strings.Join(seg[1:], "/"), resp.Request.URL.Query().Get("ref"), repo)
+	case seg[0] == "pulls" && len(seg) > 1:
+		return fmt.Sprintf("pull request #%s not found in %s", seg[1], repo)
+	case seg[0] == "issues" && len(seg) > 1:
+		return fmt.Sprintf("issue or pull request #%s not found in %s", seg[1], repo)
+	case seg[0] == "dispatches":
+		return notVisible + " (repository_dispatch needs `contents: write`)"
+	}
+	return fmt.Sprintf("not found in %s, or the token cannot see that repository", repo)
 }
 
 // permissionFor names the GitHub Actions workflow permission an endpoint

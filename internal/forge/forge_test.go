@@ -140,18 +140,7 @@ func TestEnsureApprovalPROpensLabelledPRWithToken(t *testing.T) {
 	if strings.Join(labels, ",") != "astra:approval,tier-2" {
 		t.Errorf("labels = %v", labels)
 	}
-	// The committed token names its PR; the API and the bare repo agree.
-	want := string(tokenFor("nightly-deploy")(1))
-	if s, ok := fileOnBranch(t, srv, "astra/approve/nightly-deploy", req.Path); !ok || s != want {
-		t.Errorf("token on branch = %q, %v; want %q", s, ok, want)
-	}
-	data, err := c.FileAt(ctx, pr.HeadRef, req.Path)
-	if err != nil || string(data) != want {
-		t.Errorf("FileAt = %q, %v", data, err)
-	}
-	if _, ok := fileOnBranch(t, srv, "main", req.Path); ok {
-		t.Error("token is on main before anyone merged")
-	}
+	checkTokenOnBranch(t, srv, c, pr, req)
 }
 
 func TestEnsureApprovalPRSecondCallUpdatesWithoutDuplicate(t *testing.T) {
@@ -236,29 +225,9 @@ func TestHumanMergeApproves(t *testing.T) {
 	if data, err := c.FileAt(ctx, got.MergeCommitSHA, req.Path); err != nil || string(data) != want {
 		t.Errorf("FileAt(merge commit) = %q, %v", data, err)
 	}
-	// The real git agrees (when installed): the merge commit has the
-	// approval head as second parent and the token on main.
-	if _, err := exec.LookPath("git"); err == nil {
-		out, err := exec.Command("git", "-C", srv.RepoDir(), "show", "main:"+req.Path).CombinedOutput()
-		if err != nil || string(out) != want {
-			t.Errorf("git show main:%s = %q, %v", req.Path, out, err)
-		}
-		out, err = exec.Command("git", "-C", srv.RepoDir(), "rev-parse", "main^2").CombinedOutput()
-		if err != nil || strings.TrimSpace(string(out)) != got.HeadSHA {
-			t.Errorf("main^2 = %q, want head %s (%v)", out, got.HeadSHA, err)
-		}
-	}
+	checkMergeWithGit(t, srv, req.Path, want, got.HeadSHA)
 
-	// A new approval for the same schedule later: the token file already
-	// exists on main (until astra consumes it), the leftover branch is reset.
-	req.Token = func(pr int) []byte { return []byte(fmt.Sprintf("second approval #%d\n", pr)) }
-	pr2, created, err := c.EnsureApprovalPR(ctx, req)
-	if err != nil || !created || pr2.Number == pr.Number {
-		t.Fatalf("re-approval: %+v created=%v err=%v", pr2, created, err)
-	}
-	if s, _ := fileOnBranch(t, srv, pr2.HeadRef, req.Path); s != fmt.Sprintf("second approval #%d\n", pr2.Number) {
-		t.Errorf("re-approval token = %q", s)
-	}
+	reapprove(t, srv, c, req, pr.Number)
 }
 
 func TestHumanCloseRejects(t *testing.T) {
@@ -580,5 +549,93 @@ func TestEnsureApprovalPRRefusesTokenAlreadyOnBase(t *testing.T) {
 	_, _, err := c.EnsureApprovalPR(context.Background(), req)
 	if err == nil || !strings.Contains(err.Error(), "already holds this token") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// checkMergeWithGit: the real git agrees (when installed): the merge
+// commit has the approval head as second parent and the token on main.
+func checkMergeWithGit(t *testing.T, srv *githubtest.Server, path, want, head string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err == nil {
+		out, err := exec.Command("git", "-C", srv.RepoDir(), "show", "main:"+path).CombinedOutput()
+		if err != nil || string(out) != want {
+			t.Errorf("git show main:%s = %q, %v", path, out, err)
+		}
+		out, err = exec.Command("git", "-C", srv.RepoDir(), "rev-parse", "main^2").CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != head {
+			t.Errorf("main^2 = %q, want head %s (%v)", out, head, err)
+		}
+	}
+}
+
+// reapprove: a new approval for the same schedule later; the token file
+// already exists on main (until astra consumes it), the leftover branch is
+// reset.
+func reapprove(t *testing.T, srv *githubtest.Server, c *forge.Client, req forge.ApprovalRequest, first int) {
+	t.Helper()
+	ctx := context.Background()
+	req.Token = func(pr int) []byte { return []byte(fmt.Sprintf("second approval #%d\n", pr)) }
+	pr2, created, err := c.EnsureApprovalPR(ctx, req)
+	if err != nil || !created || pr2.Number == first {
+		t.Fatalf("re-approval: %+v created=%v err=%v", pr2, created, err)
+	}
+	if s, _ := fileOnBranch(t, srv, pr2.HeadRef, req.Path); s != fmt.Sprintf("second approval #%d\n", pr2.Number) {
+		t.Errorf("re-approval token = %q", s)
+	}
+}
+
+// checkTokenOnBranch: the committed token names its PR; the API and the
+// bare repo agree, and main does not have it yet.
+func checkTokenOnBranch(t *testing.T, srv *githubtest.Server, c *forge.Client, pr forge.PR, req forge.ApprovalRequest) {
+	t.Helper()
+	ctx := context.Background()
+	want := string(req.Token(pr.Number))
+	if s, ok := fileOnBranch(t, srv, pr.HeadRef, req.Path); !ok || s != want {
+		t.Errorf("token on branch = %q, %v; want %q", s, ok, want)
+	}
+	data, err := c.FileAt(ctx, pr.HeadRef, req.Path)
+	if err != nil || string(data) != want {
+		t.Errorf("FileAt = %q, %v", data, err)
+	}
+	if _, ok := fileOnBranch(t, srv, "main", req.Path); ok {
+		t.Error("token is on main before anyone merged")
+	}
+}
+
+// A tracking issue with 10,000 comments: CommentIssueSince reads only the
+// comments since the time it is given, so it posts once and finds its own
+// comment again with a page each time; CommentIssue, which reads them all,
+// stops at its page bound.
+func TestCommentIssueSinceOnALongIssue(t *testing.T) {
+	srv, c, _ := setup(t)
+	ctx := context.Background()
+	if _, _, err := c.CreateIssue(ctx, "astra: notifications", "body", nil); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	srv.AddComments(t, 1, githubtest.BotLogin, 10_000, func(i int) time.Time { return now.Add(time.Duration(i-10_000) * 5 * time.Minute) })
+	since := now.Add(-15 * time.Minute)
+	const list = "/repos/octo/widgets/issues/1/comments"
+	srv.ResetRequests()
+	for range 2 {
+		if err := c.CommentIssueSince(ctx, 1, "ran nightly", "nightly@2026-11-30T00:00:00Z#1", since); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := srv.CountRequests("POST", list); n != 1 {
+		t.Fatalf("%d comments posted, want 1", n)
+	}
+	if n := srv.CountRequests("GET", list); n != 2 {
+		t.Fatalf("%d pages read for two checks, want 2", n)
+	}
+	for _, r := range srv.Requests() {
+		if r.Method == "GET" && !strings.Contains(r.Query, "since=") {
+			t.Errorf("listed without since: %s?%s", r.Path, r.Query)
+		}
+	}
+	// Reading every comment gives up at the page bound.
+	err := c.CommentIssue(ctx, 1, "again", "nightly@2026-11-30T00:00:00Z#1")
+	if err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("reading 10,000 comments: %v", err)
 	}
 }

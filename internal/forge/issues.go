@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-github/v60/github"
@@ -145,8 +146,18 @@ func markerFor(dedupeKey string) string {
 // is posted if a comment containing that marker already exists; such a
 // comment is also retried after a 5xx (re-checking first, so a comment
 // GitHub did store is not posted twice). Without a dedupeKey a 5xx is not
-// retried: the comment may or may not exist.
+// retried: the comment may or may not exist. Every comment of the issue
+// is read for the check; see CommentIssueSince.
 func (c *Client) CommentIssue(ctx context.Context, issue int, body, dedupeKey string) error {
+	return c.CommentIssueSince(ctx, issue, body, dedupeKey, time.Time{})
+}
+
+// CommentIssueSince is CommentIssue for a caller that knows that no
+// comment with dedupeKey can be older than since (by GitHub's clock: leave
+// a margin): only the comments updated since then are read for the check
+// (GitHub's since parameter), so a tracking issue with any number of
+// comments costs a page. The zero time reads them all.
+func (c *Client) CommentIssueSince(ctx context.Context, issue int, body, dedupeKey string, since time.Time) error {
 	marker := ""
 	if dedupeKey != "" {
 		marker = markerFor(dedupeKey)
@@ -160,7 +171,7 @@ func (c *Client) CommentIssue(ctx context.Context, issue int, body, dedupeKey st
 	}
 	for attempt := 1; ; attempt++ {
 		if marker != "" {
-			comments, err := c.comments(ctx, issue)
+			comments, err := c.comments(ctx, issue, since)
 			if err != nil {
 				return c.fail(err, "comment on #%d", issue)
 			}
@@ -183,9 +194,13 @@ func (c *Client) CommentIssue(ctx context.Context, issue int, body, dedupeKey st
 	}
 }
 
-func (c *Client) comments(ctx context.Context, issue int) ([]*github.IssueComment, error) {
+func (c *Client) comments(ctx context.Context, issue int, since time.Time) ([]*github.IssueComment, error) {
 	return listAll(func(o github.ListOptions) ([]*github.IssueComment, *github.Response, error) {
-		return c.gh.Issues.ListComments(ctx, c.owner, c.repo, issue, &github.IssueListCommentsOptions{ListOptions: o})
+		opts := &github.IssueListCommentsOptions{ListOptions: o}
+		if !since.IsZero() {
+			opts.Since = &since
+		}
+		return c.gh.Issues.ListComments(ctx, c.owner, c.repo, issue, opts)
 	})
 }
 

@@ -122,7 +122,12 @@ func TestSettingsAsAdministrator(t *testing.T) {
 	if w, err := c.DefaultWorkflowPermissions(ctx); err != nil || w.Default != "read" || w.CanApprovePullRequestReviews {
 		t.Fatalf("workflow permissions: %+v, %v", w, err)
 	}
+}
 
+func TestEnvironmentsAsAdministrator(t *testing.T) {
+	srv, _, _ := setup(t)
+	c := admin(t, srv)
+	ctx := context.Background()
 	for _, e := range []githubtest.Environment{
 		{Name: "open"},
 		{Name: "guarded", Branches: "protected"},

@@ -2,9 +2,9 @@ package gitops
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
-	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 )
 
@@ -16,7 +16,7 @@ func UserEmail(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	repo, err := git.PlainOpenWithOptions(abs, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	repo, err := plainOpen(topLevel(abs))
 	if err != nil {
 		return "", fmt.Errorf("open %s: %w", abs, err)
 	}
@@ -25,4 +25,17 @@ func UserEmail(dir string) (string, error) {
 		return "", err
 	}
 	return cfg.User.Email, nil
+}
+
+// topLevel is the nearest directory at or above dir holding .git (dir
+// itself when there is none: opening it then says so).
+func topLevel(dir string) string {
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
 }

@@ -27,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
@@ -105,6 +106,11 @@ type Options struct {
 	// (Commit, PushSpill, PushFiles) and checks the seals NewestSealed
 	// and Behind read.
 	Sealing *Sealing
+	// Timeout bounds one call to the remote (a fetch, a push, a listing);
+	// Budget bounds the time all calls of this Repo spend on the remote,
+	// retries and their waits included (withRetry). Defaults:
+	// DefaultTimeout, DefaultBudget.
+	Timeout, Budget time.Duration
 }
 
 // Repo is an open repository. It is not safe for concurrent use.
@@ -123,8 +129,9 @@ type Repo struct {
 	auth      transport.AuthMethod // nil for local remotes or no credentials
 	secrets   []string             // strings that must never appear in errors
 
-	warnings []string // see Warnings
-	runLock  *os.File // held by LockRun until the process exits
+	warnings []string     // see Warnings
+	runLock  *os.File     // held by LockRun until the process exits
+	netSpent atomic.Int64 // nanoseconds spent on the remote (withRetry)
 }
 
 // Open opens the repository whose worktree root is opts.Dir.
@@ -144,6 +151,12 @@ func Open(opts Options) (*Repo, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Budget <= 0 {
+		opts.Budget = DefaultBudget
+	}
 	if opts.Started.IsZero() {
 		opts.Started = time.Now()
 	}
@@ -151,10 +164,7 @@ func Open(opts Options) (*Repo, error) {
 	if err != nil {
 		return nil, err
 	}
-	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
-	if errors.Is(err, git.ErrUnknownExtension) {
-		repo, err = openTolerant(dir) // a partial clone or a sparse checkout
-	}
+	repo, err := plainOpen(dir)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		if _, derr := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true}); derr == nil {
 			return nil, fmt.Errorf("%s is inside a git repository but is not its top level: run astra from the repository root", dir)
@@ -209,6 +219,9 @@ func Open(opts Options) (*Repo, error) {
 			r.partial = true
 		}
 		if err := r.setupAuth(); err != nil {
+			return nil, err
+		}
+		if err := r.dropEmptyTrackingRefs(); err != nil {
 			return nil, err
 		}
 	}

@@ -162,7 +162,22 @@ type gitHTTPServer struct {
 	*httptest.Server
 	pushed atomic.Int64
 	posts  atomic.Int64
+	// fault, when set, decides what becomes of each request (fault*).
+	fault atomic.Pointer[func(*http.Request) fault]
 }
+
+// fault is what the server does with a request instead of answering it.
+type fault int
+
+const (
+	pass      fault = iota
+	fail500         // answer 500
+	reset           // close the connection without an answer
+	hang            // never answer (until the client gives up)
+	lostReply       // do the work, then close the connection: the answer is lost
+)
+
+func (s *gitHTTPServer) setFault(f func(*http.Request) fault) { s.fault.Store(&f) }
 
 func newGitHTTPServer(t testing.TB, root, token string) *gitHTTPServer {
 	t.Helper()
@@ -194,10 +209,33 @@ func newGitHTTPServer(t testing.TB, root, token string) *gitHTTPServer {
 			s.posts.Add(1)
 			req.Body = &countingReader{r: req.Body, n: &s.pushed}
 		}
-		backend.ServeHTTP(w, req)
+		f := pass
+		if fn := s.fault.Load(); fn != nil {
+			f = (*fn)(req)
+		}
+		switch f {
+		case fail500:
+			http.Error(w, "boom", http.StatusInternalServerError)
+		case reset:
+			closeConn(w)
+		case hang:
+			<-req.Context().Done()
+		case lostReply:
+			backend.ServeHTTP(httptest.NewRecorder(), req)
+			closeConn(w)
+		default:
+			backend.ServeHTTP(w, req)
+		}
 	}))
 	t.Cleanup(s.Close)
 	return s
+}
+
+// closeConn drops the connection under w without a response.
+func closeConn(w http.ResponseWriter) {
+	if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		_ = c.Close()
+	}
 }
 
 type countingReader struct {

@@ -174,22 +174,27 @@ func (r *Repo) PushFiles(ctx context.Context, branch, parent string, paths []str
 	if err != nil {
 		return "", err
 	}
-	rs, err := r.openReceive(ctx)
-	if err != nil {
-		return "", err
-	}
-	defer rs.sess.Close()
-	if now := rs.refs[ref]; now != base {
-		if base.IsZero() {
-			return "", r.fail(ErrRejected, fmt.Sprintf("%s already has a branch %s (at %.12s)", r.opts.Remote, branch, now), nil, "")
+	err = r.withRetry(ctx, "push to", func(ctx context.Context) error {
+		rs, err := r.openReceive(ctx)
+		if err != nil {
+			return err
 		}
-		return "", r.fail(ErrRejected, fmt.Sprintf("%s moved on %s (now at %.12s, not %.12s)", branch, r.opts.Remote, now, base), nil, "")
-	}
-	set, err := r.objectsToPush(commit, base, rs.refs)
+		defer rs.sess.Close()
+		switch now := rs.refs[ref]; {
+		case now == commit:
+			return nil // an earlier attempt's, whose answer was lost
+		case now != base && base.IsZero():
+			return r.fail(ErrRejected, fmt.Sprintf("%s already has a branch %s (at %.12s)", r.opts.Remote, branch, now), nil, "")
+		case now != base:
+			return r.fail(ErrRejected, fmt.Sprintf("%s moved on %s (now at %.12s, not %.12s)", branch, r.opts.Remote, now, base), nil, "")
+		}
+		set, err := r.objectsToPush(commit, base, rs.refs)
+		if err != nil {
+			return err
+		}
+		return r.send(ctx, rs, &packp.Command{Name: ref, Old: base, New: commit}, set)
+	})
 	if err != nil {
-		return "", err
-	}
-	if err := r.send(ctx, rs, &packp.Command{Name: ref, Old: base, New: commit}, set); err != nil {
 		return "", err
 	}
 	tracking := plumbing.NewRemoteReferenceName(r.opts.Remote, branch)

@@ -70,7 +70,15 @@ func (r *Repo) openReceive(ctx context.Context) (*receiveSession, error) {
 // branch has commits this clone does not have, the error wraps ErrRejected:
 // Sync, re-apply, commit and push again. Other failures (auth, network,
 // branch protection) name the remote and what to check.
+//
+// A push whose answer was lost (a reset, a timeout) is tried again within
+// the budget (withRetry); the next attempt sees the remote's refs first,
+// so a push that did land is taken as done, never counted as lost.
 func (r *Repo) Push(ctx context.Context) error {
+	return r.withRetry(ctx, "push to", r.pushOnce)
+}
+
+func (r *Repo) pushOnce(ctx context.Context) error {
 	local, err := r.tip()
 	if err != nil {
 		return err
@@ -313,9 +321,9 @@ func (r *Repo) Sync(ctx context.Context) error {
 
 // fetch brings remote ref src into local ref dst and returns its hash.
 func (r *Repo) fetch(ctx context.Context, src, dst plumbing.ReferenceName) (plumbing.Hash, error) {
-	remote, err := r.repo.Remote(r.opts.Remote)
+	remote, err := r.remote()
 	if err != nil {
-		return plumbing.ZeroHash, r.fail(ErrNoRemote, "remote "+r.opts.Remote, err, "")
+		return plumbing.ZeroHash, err
 	}
 	shallow, err := r.shallow()
 	if err != nil {
@@ -334,7 +342,7 @@ func (r *Repo) fetch(ctx context.Context, src, dst plumbing.ReferenceName) (plum
 		// brings what changed since the commits it has.)
 		opts.Depth = 1
 	}
-	err = remote.FetchContext(ctx, opts)
+	err = r.withRetry(ctx, "fetch from", func(ctx context.Context) error { return remote.FetchContext(ctx, opts) })
 	var noMatch git.NoMatchingRefSpecError
 	switch {
 	case err == nil || errors.Is(err, git.NoErrAlreadyUpToDate):
@@ -487,20 +495,25 @@ func (r *Repo) PushSpill(ctx context.Context, name string, files map[string][]by
 	if err != nil {
 		return err
 	}
-	rs, err := r.openReceive(ctx)
-	if err != nil {
-		return err
-	}
-	defer rs.sess.Close()
-	if _, ok := rs.refs[ref]; ok {
-		return r.fail(ErrRejected, "spill "+name+" already exists on "+r.opts.Remote, nil, "use a unique name")
-	}
-	set := newObjectSet()
-	set.add(commit)
-	if err := r.collectNew(plumbing.ZeroHash, tree, set); err != nil {
-		return err
-	}
-	return r.send(ctx, rs, &packp.Command{Name: ref, New: commit}, set)
+	return r.withRetry(ctx, "push a spill to", func(ctx context.Context) error {
+		rs, err := r.openReceive(ctx)
+		if err != nil {
+			return err
+		}
+		defer rs.sess.Close()
+		if h, ok := rs.refs[ref]; ok {
+			if h == commit {
+				return nil // an earlier attempt's, whose answer was lost
+			}
+			return r.fail(ErrRejected, "spill "+name+" already exists on "+r.opts.Remote, nil, "use a unique name")
+		}
+		set := newObjectSet()
+		set.add(commit)
+		if err := r.collectNew(plumbing.ZeroHash, tree, set); err != nil {
+			return err
+		}
+		return r.send(ctx, rs, &packp.Command{Name: ref, New: commit}, set)
+	})
 }
 
 // ListSpills returns the names of the spill refs on the remote, sorted.
@@ -512,7 +525,11 @@ func (r *Repo) ListSpills(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: r.auth})
+	var refs []*plumbing.Reference
+	err = r.withRetry(ctx, "list refs of", func(ctx context.Context) (err error) {
+		refs, err = remote.ListContext(ctx, &git.ListOptions{Auth: r.auth})
+		return err
+	})
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return nil, nil
 	}
@@ -573,16 +590,19 @@ func (r *Repo) DeleteSpill(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	rs, err := r.openReceive(ctx)
-	if err != nil {
-		return err
-	}
-	defer rs.sess.Close()
-	old, ok := rs.refs[ref]
-	if ok {
-		if err := r.send(ctx, rs, &packp.Command{Name: ref, Old: old, New: plumbing.ZeroHash}, nil); err != nil {
+	err = r.withRetry(ctx, "delete a spill on", func(ctx context.Context) error {
+		rs, err := r.openReceive(ctx)
+		if err != nil {
 			return err
 		}
+		defer rs.sess.Close()
+		if old, ok := rs.refs[ref]; ok {
+			return r.send(ctx, rs, &packp.Command{Name: ref, Old: old, New: plumbing.ZeroHash}, nil)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	tracking := plumbing.NewRemoteReferenceName(r.opts.Remote, strings.TrimPrefix(ref.String(), "refs/heads/"))
 	if err := r.st.RemoveReference(tracking); err != nil && !errors.Is(err, plumbing.ErrReferenceNotFound) {

@@ -35,6 +35,19 @@ import (
 // config per worktree (where the sparse-checkout switch lives).
 var tolerated = map[string]bool{"partialclone": true, "worktreeconfig": true}
 
+// plainOpen opens the repository whose worktree root is dir, as
+// PlainOpen does, and a partial clone or a sparse checkout too: go-git
+// refuses their extensions as unknown (repository format 1) or as not
+// allowed in format 0, where git keeps worktreeConfig (`git
+// sparse-checkout set --no-cone` sets it without raising the format).
+func plainOpen(dir string) (*git.Repository, error) {
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{EnableDotGitCommonDir: true})
+	if errors.Is(err, git.ErrUnknownExtension) || errors.Is(err, git.ErrUnsupportedExtensionRepositoryFormatVersion) {
+		return openTolerant(dir)
+	}
+	return repo, err
+}
+
 // openTolerant opens the repository at dir as PlainOpen does, hiding the
 // tolerated extensions from go-git's check. Any other unknown extension is
 // still refused.

@@ -156,17 +156,19 @@ func (r *Repo) isShallow(h plumbing.Hash) bool {
 // would still cut the history where it was, so the boundaries whose
 // parents are now all here are dropped, as git does.
 func (r *Repo) deepen(ctx context.Context, depth int) error {
-	remote, err := r.repo.Remote(r.opts.Remote)
+	remote, err := r.remote()
 	if err != nil {
-		return r.fail(ErrNoRemote, "remote "+r.opts.Remote, err, "")
+		return err
 	}
 	tracking := plumbing.NewRemoteReferenceName(r.opts.Remote, r.branch.Short())
-	err = remote.FetchContext(ctx, &git.FetchOptions{
-		RemoteName: r.opts.Remote,
-		RefSpecs:   []config.RefSpec{config.RefSpec("+" + r.branch.String() + ":" + tracking.String())},
-		Auth:       r.auth,
-		Tags:       git.NoTags,
-		Depth:      depth,
+	err = r.withRetry(ctx, "deepen from", func(ctx context.Context) error {
+		return remote.FetchContext(ctx, &git.FetchOptions{
+			RemoteName: r.opts.Remote,
+			RefSpecs:   []config.RefSpec{config.RefSpec("+" + r.branch.String() + ":" + tracking.String())},
+			Auth:       r.auth,
+			Tags:       git.NoTags,
+			Depth:      depth,
+		})
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return errkind.Infra(r.transportError(fmt.Sprintf("deepen the history of %s (to %d commits) from", r.branch.Short(), depth), err))

@@ -69,17 +69,39 @@ func Authorize(ctx context.Context, pol *model.Policies, verb string, id Identit
 		return Decision{Reason: fmt.Sprintf("nobody may %s: no role has this permission; name one under permissions: in policies/", verb)}
 	}
 	login := strings.TrimPrefix(id.Login, "@")
+	if role := byLogin(pol, roles, login); role != "" {
+		return Decision{Allowed: true, Role: role, Reason: fmt.Sprintf("%s is in role %s", id, role)}
+	}
+	role, team, refusals, outages := byTeam(ctx, pol, roles, login, teams)
+	if role != "" {
+		return Decision{Allowed: true, Role: role, Reason: fmt.Sprintf("%s is in role %s (team %s)", id, role, team)}
+	}
+	d := Decision{Reason: notInRole(pol, id, roles, refusals)}
+	if len(outages) > 0 {
+		d.Err = errkind.Infraf("cannot tell whether %s may %s: %w", id, verb, errors.Join(outages...))
+	}
+	return d
+}
+
+// byLogin is the first of roles that lists login by name, or "".
+func byLogin(pol *model.Policies, roles []string, login string) string {
 	for _, role := range roles {
 		for _, m := range pol.Roles[role] {
 			if !strings.Contains(m, "/") && strings.EqualFold(strings.TrimPrefix(m, "@"), login) {
-				return Decision{Allowed: true, Role: role, Reason: fmt.Sprintf("%s is in role %s", id, role)}
+				return role
 			}
 		}
 	}
-	var refusals, outages []error
+	return ""
+}
+
+// byTeam is the first of roles whose team (org/team) has login as a
+// member, asking GitHub; the teams it could not ask are refusals when the
+// answer was no, outages when GitHub could not say.
+func byTeam(ctx context.Context, pol *model.Policies, roles []string, login string, teams Teams) (role, team string, refusals, outages []error) {
 	for _, role := range roles {
 		for _, m := range pol.Roles[role] {
-			org, team, ok := strings.Cut(strings.TrimPrefix(m, "@"), "/")
+			org, name, ok := strings.Cut(strings.TrimPrefix(m, "@"), "/")
 			if !ok {
 				continue
 			}
@@ -87,20 +109,22 @@ func Authorize(ctx context.Context, pol *model.Policies, verb string, id Identit
 				refusals = append(refusals, fmt.Errorf("team %s cannot be checked without GitHub (GITHUB_TOKEN and GITHUB_REPOSITORY)", m))
 				continue
 			}
-			in, err := teams.IsTeamMember(ctx, org, team, login)
+			in, err := teams.IsTeamMember(ctx, org, name, login)
 			switch {
 			case errors.Is(err, errkind.ErrInfra):
 				outages = append(outages, err)
-				continue
 			case err != nil:
 				refusals = append(refusals, err)
-				continue
-			}
-			if in {
-				return Decision{Allowed: true, Role: role, Reason: fmt.Sprintf("%s is in role %s (team %s)", id, role, m)}
+			case in:
+				return role, m, refusals, outages
 			}
 		}
 	}
+	return "", "", refusals, outages
+}
+
+// notInRole says which roles id is not in, with their members.
+func notInRole(pol *model.Policies, id Identity, roles []string, refusals []error) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s is not in role ", id)
 	for i, role := range roles {
@@ -116,9 +140,5 @@ func Authorize(ctx context.Context, pol *model.Policies, verb string, id Identit
 	if err := errors.Join(refusals...); err != nil {
 		b.WriteString("; " + err.Error())
 	}
-	d := Decision{Reason: b.String()}
-	if len(outages) > 0 {
-		d.Err = errkind.Infraf("cannot tell whether %s may %s: %w", id, verb, errors.Join(outages...))
-	}
-	return d
+	return b.String()
 }

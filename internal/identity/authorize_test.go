@@ -168,8 +168,14 @@ func TestAuthorizeTeams(t *testing.T) {
 	if d := Authorize(ctx, p, model.VerbApprove, dana, f, ""); d.Allowed || !d.Undecided() || !errors.Is(d.Err, errkind.ErrInfra) {
 		t.Errorf("outage: %+v", d)
 	}
+}
 
-	// Through the GitHub API (a fake over a real repository).
+// TestAuthorizeTeamsThroughGitHub asks the GitHub API (a fake over a real
+// repository).
+func TestAuthorizeTeamsThroughGitHub(t *testing.T) {
+	p := policies()
+	ctx := context.Background()
+	dana := Identity{Login: "dana", Source: SourceGitHubActions, Verified: true}
 	srv := githubtest.New(t, githubtest.Config{Repository: "octo/widgets"})
 	srv.AddTeamMember("octo", "founders", "dana")
 	srv.AddPendingTeamMember("octo", "founders", "erin")

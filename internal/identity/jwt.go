@@ -80,6 +80,46 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Identity, error) {
 	return id, err
 }
 
+// issuer is the configured issuer named name, or nil.
+func (v *Verifier) issuer(name string) *model.Issuer {
+	for _, i := range v.issuers {
+		if i != nil && i.Issuer != "" && i.Issuer == name {
+			return i
+		}
+	}
+	return nil
+}
+
+// checkClaims holds a verified token's registered claims to astra's rules:
+// the issuer's audience, a bounded life (exp, iat, max_lifetime) and a jti
+// to accept it once by.
+func checkClaims(std *jwt.Claims, iss *model.Issuer, now time.Time) error {
+	if std.Expiry == nil {
+		return fmt.Errorf("token of %s has no exp: astra accepts only tokens that expire", iss.Issuer)
+	}
+	err := std.ValidateWithLeeway(jwt.Expected{Issuer: iss.Issuer, AnyAudience: jwt.Audience{iss.Audience}, Time: now}, Skew)
+	switch {
+	case errors.Is(err, jwt.ErrExpired):
+		return fmt.Errorf("token expired at %s (now %s)", stamp(std.Expiry.Time()), stamp(now))
+	case errors.Is(err, jwt.ErrNotValidYet):
+		return fmt.Errorf("token is not valid before %s (now %s)", stamp(std.NotBefore.Time()), stamp(now))
+	case errors.Is(err, jwt.ErrIssuedInTheFuture):
+		return fmt.Errorf("token is issued in the future, at %s (now %s)", stamp(std.IssuedAt.Time()), stamp(now))
+	case errors.Is(err, jwt.ErrInvalidAudience):
+		return fmt.Errorf("token audience %v does not include %q, the audience configured for %s", []string(std.Audience), iss.Audience, iss.Issuer)
+	case err != nil:
+		return fmt.Errorf("token claims refused: %v", err)
+	case std.IssuedAt == nil:
+		return fmt.Errorf("token of %s has no iat: astra bounds how long a token lives from when it was issued", iss.Issuer)
+	case std.ID == "":
+		return fmt.Errorf("token of %s has no jti: astra accepts each token once, by its jti", iss.Issuer)
+	}
+	if life := std.Expiry.Time().Sub(std.IssuedAt.Time()); life > iss.Lifetime() {
+		return fmt.Errorf("token of %s is valid for %s (exp − iat), longer than the %s its issuer's max_lifetime allows", iss.Issuer, span(life), span(iss.Lifetime()))
+	}
+	return nil
+}
+
 func (v *Verifier) verify(ctx context.Context, token string) (Identity, error) {
 	tok, err := jwt.ParseSigned(strings.TrimSpace(token), signingAlgs)
 	if err != nil {
@@ -89,13 +129,7 @@ func (v *Verifier) verify(ctx context.Context, token string) (Identity, error) {
 	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil {
 		return Identity{}, fmt.Errorf("unreadable JWT claims: %v", err)
 	}
-	var iss *model.Issuer
-	for _, i := range v.issuers {
-		if i != nil && i.Issuer != "" && i.Issuer == unverified.Issuer {
-			iss = i
-			break
-		}
-	}
+	iss := v.issuer(unverified.Issuer)
 	if iss == nil {
 		return Identity{}, fmt.Errorf("token issuer %q is not configured under issuers: in policies", unverified.Issuer)
 	}
@@ -112,29 +146,8 @@ func (v *Verifier) verify(ctx context.Context, token string) (Identity, error) {
 	if err := tok.Claims(key, &std, &claims); err != nil {
 		return Identity{}, fmt.Errorf("token signature does not verify with key %s of %s", h.KeyID, iss.Issuer)
 	}
-	now := v.now()
-	if std.Expiry == nil {
-		return Identity{}, fmt.Errorf("token of %s has no exp: astra accepts only tokens that expire", iss.Issuer)
-	}
-	err = std.ValidateWithLeeway(jwt.Expected{Issuer: iss.Issuer, AnyAudience: jwt.Audience{iss.Audience}, Time: now}, Skew)
-	switch {
-	case errors.Is(err, jwt.ErrExpired):
-		return Identity{}, fmt.Errorf("token expired at %s (now %s)", stamp(std.Expiry.Time()), stamp(now))
-	case errors.Is(err, jwt.ErrNotValidYet):
-		return Identity{}, fmt.Errorf("token is not valid before %s (now %s)", stamp(std.NotBefore.Time()), stamp(now))
-	case errors.Is(err, jwt.ErrIssuedInTheFuture):
-		return Identity{}, fmt.Errorf("token is issued in the future, at %s (now %s)", stamp(std.IssuedAt.Time()), stamp(now))
-	case errors.Is(err, jwt.ErrInvalidAudience):
-		return Identity{}, fmt.Errorf("token audience %v does not include %q, the audience configured for %s", []string(std.Audience), iss.Audience, iss.Issuer)
-	case err != nil:
-		return Identity{}, fmt.Errorf("token claims refused: %v", err)
-	case std.IssuedAt == nil:
-		return Identity{}, fmt.Errorf("token of %s has no iat: astra bounds how long a token lives from when it was issued", iss.Issuer)
-	case std.ID == "":
-		return Identity{}, fmt.Errorf("token of %s has no jti: astra accepts each token once, by its jti", iss.Issuer)
-	}
-	if life := std.Expiry.Time().Sub(std.IssuedAt.Time()); life > iss.Lifetime() {
-		return Identity{}, fmt.Errorf("token of %s is valid for %s (exp − iat), longer than the %s its issuer's max_lifetime allows", iss.Issuer, span(life), span(iss.Lifetime()))
+	if err := checkClaims(&std, iss, v.now()); err != nil {
+		return Identity{}, err
 	}
 	for _, m := range iss.Actors {
 		if m != nil && claimsMatch(m.Claims, claims) {

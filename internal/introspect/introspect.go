@@ -4,10 +4,8 @@
 package introspect
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -47,43 +45,19 @@ type Query struct {
 	Status   string    // running, completed, failed, skipped, rolled_back, all; "" = runs (not skips)
 	Since    time.Time // earliest event time read; zero: the current month
 	TraceID  string
-	Limit    int // newest first; 0 = all
+	Limit    int  // newest first; 0 = all
+	Output   bool // read the tools' output too (Task.Output)
 }
 
-// Tasks lists tasks matching q, newest first.
+// Tasks lists tasks matching q, newest first (see Each), at most q.Limit
+// of them when it is set.
 func Tasks(store *ledger.Store, now time.Time, q Query) ([]Task, error) {
-	since := q.Since
-	if since.IsZero() {
-		since = time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	}
-	segs, err := store.Segments()
-	if err != nil {
-		return nil, err
-	}
-	from := ledger.Month(since)
-	i := sort.Search(len(segs), func(i int) bool { return segs[i].Month >= from })
-	f := folder{open: map[string]*Task{}, ended: map[string]int{}}
-	_, err = ledger.Scan(store.Root(), segs[i:], ledger.ScanOptions{}, func(e *ledger.Event) error {
-		if !e.TS.Before(since) && q.matches(e) {
-			f.add(e)
-		}
-		return nil
+	var out []Task
+	err := Each(store, now, q, func(t *Task) bool {
+		out = append(out, *t)
+		return q.Limit <= 0 || len(out) < q.Limit
 	})
-	if err != nil {
-		return nil, err
-	}
-	out := f.tasks()
-	out = slices.DeleteFunc(out, func(t Task) bool { return !q.wants(t.Status) })
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].Started.Equal(out[j].Started) {
-			return out[i].Started.After(out[j].Started)
-		}
-		return out[i].RunID > out[j].RunID
-	})
-	if q.Limit > 0 && len(out) > q.Limit {
-		out = out[:q.Limit]
-	}
-	return out, nil
+	return out, err
 }
 
 // matches reports whether e is about a task q asks for.
@@ -110,74 +84,23 @@ func (q Query) wants(status string) bool {
 	return status == q.Status
 }
 
-// folder folds events into tasks: a claim opens one, its outcome ends it,
-// a skip is one, a rollback marks the run it undid.
-type folder struct {
-	open  map[string]*Task // by run id, until its outcome
-	out   []Task           // ended tasks and skips, in ledger order
-	ended map[string]int   // run id -> index in out
-}
-
-func (f *folder) add(e *ledger.Event) {
-	id := e.RunID()
-	switch e.Event {
-	case ledger.RunClaimed:
-		t := fromEvent(e)
-		t.Status = "running"
-		f.open[id] = &t
-	case ledger.RunCompleted, ledger.RunFailed:
-		t, ok := f.open[id]
-		if !ok { // claimed before what is read
-			ft := fromEvent(e)
-			t = &ft
-		}
-		delete(f.open, id)
-		t.Ended, t.Usage, t.Error, t.Output, t.Reason = e.TS, e.Usage, e.Error, e.Output, e.Reason
-		t.Status = "completed"
-		if e.Event == ledger.RunFailed {
-			t.Status = "failed"
-		}
-		f.ended[id] = len(f.out)
-		f.out = append(f.out, *t)
-	case ledger.RollbackCompleted:
-		var d state.RollbackDetail
-		if json.Unmarshal(e.Detail, &d) == nil {
-			if i, ok := f.ended[d.Run]; ok && f.out[i].Status == "completed" {
-				f.out[i].Status = "rolled_back"
-			}
-		}
-	case ledger.RunSkipped:
-		t := fromEvent(e)
-		t.Status, t.Reason, t.Error, t.Ended = "skipped", e.Reason, e.Error, e.TS
-		f.out = append(f.out, t)
-	}
-}
-
-// tasks are the ended tasks, then the ones still running.
-func (f *folder) tasks() []Task {
-	out := f.out
-	for _, t := range f.open {
-		out = append(out, *t)
-	}
-	return out
-}
-
 func fromEvent(e *ledger.Event) Task {
 	return Task{RunID: e.RunID(), ScheduleID: e.ScheduleID, Key: e.IdempotencyKey, Slot: e.Slot, Started: e.TS,
 		Attempt: max(e.Attempt, 1), Mode: e.Mode, Actor: e.Actor, Tenant: e.Tenant, Tool: e.Tool, Tier: e.Tier, TraceID: e.TraceID}
 }
 
 // ByTrace lists every task of one trace (a run, its retries and chained
-// steps), oldest first, looking back a month and a half.
-func ByTrace(store *ledger.Store, now time.Time, traceID string) ([]Task, error) {
-	ts, err := Tasks(store, now, Query{TraceID: traceID, Status: "all", Since: now.AddDate(0, 0, -TraceDays)})
+// steps), oldest first, looking back a month and a half; with output,
+// the tools' output too.
+func ByTrace(store *ledger.Store, now time.Time, traceID string, output bool) ([]Task, error) {
+	ts, err := Tasks(store, now, Query{TraceID: traceID, Status: "all", Since: now.AddDate(0, 0, -TraceDays), Output: output})
 	slices.Reverse(ts)
 	return ts, err
 }
 
 // LastFailed lists the most recent failures (seed 000 tasks_last_failed).
-func LastFailed(store *ledger.Store, now time.Time, limit int) ([]Task, error) {
-	return Tasks(store, now, Query{Status: "failed", Limit: limit, Since: now.AddDate(0, 0, -FailedDays)})
+func LastFailed(store *ledger.Store, now time.Time, limit int, output bool) ([]Task, error) {
+	return Tasks(store, now, Query{Status: "failed", Limit: limit, Since: now.AddDate(0, 0, -FailedDays), Output: output})
 }
 
 // How far back ByTrace and LastFailed look, in days.

@@ -72,7 +72,7 @@ func fourTasks(t *testing.T) (store *ledger.Store, ok, bad, skip, open string) {
 
 func TestTasksFollowARunFromClaimToOutcome(t *testing.T) {
 	store, ok, bad, skip, open := fourTasks(t)
-	ts, err := Tasks(store, now, Query{Status: "all"})
+	ts, err := Tasks(store, now, Query{Status: "all", Output: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestByTraceAndLastFailed(t *testing.T) {
 	old := ev(ledger.RunFailed, "old", now.AddDate(0, 0, -FailedDays-1), 0)
 	store := history(t, old, first, retry, chained, other)
 
-	ts, err := ByTrace(store, now, "trace-x")
+	ts, err := ByTrace(store, now, "trace-x", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,11 +225,11 @@ func TestByTraceAndLastFailed(t *testing.T) {
 		t.Errorf("the retry's attempt: %d", ts[1].Attempt)
 	}
 
-	ts, err = LastFailed(store, now, 2)
+	ts, err = LastFailed(store, now, 2, false)
 	if err != nil || len(ts) != 2 || ts[0].ScheduleID != "z" || ts[1].RunID != retry.RunID() {
 		t.Fatalf("last failed: %v %q", err, runIDs(ts))
 	}
-	if ts, _ := LastFailed(store, now, 0); len(ts) != 3 {
+	if ts, _ := LastFailed(store, now, 0, false); len(ts) != 3 {
 		t.Fatalf("failures older than %d days are not read: %q", FailedDays, runIDs(ts))
 	}
 }

@@ -65,6 +65,10 @@ type ScanOptions struct {
 	VerifyLast int
 	// Workers decoding files in parallel (default GOMAXPROCS).
 	Workers int
+	// Ahead bounds how many batches of 512 events a file's decoder runs
+	// ahead of fn (default about 40 MB of events). A caller reading
+	// several files at once with scans of its own sets it low.
+	Ahead int
 	// SkipOutput leaves Event.Output empty, for callers that never read it.
 	SkipOutput bool
 	// Resume continues after a known line (a state snapshot's chain head):
@@ -176,8 +180,12 @@ func Scan(root string, segs []Segment, opts ScanOptions, fn func(e *Event) error
 		result segmentResult
 	}
 	jobs := make([]*job, len(segs))
+	ahead := opts.Ahead
+	if ahead <= 0 {
+		ahead = aheadBatches
+	}
 	for i, sg := range segs {
-		jobs[i] = &job{seg: sg, out: make(chan batch, aheadBatches)}
+		jobs[i] = &job{seg: sg, out: make(chan batch, ahead)}
 	}
 	// A file may be read ahead only while fewer than workers+1 files are
 	// not yet consumed: that bounds memory to a few files' batches.

@@ -168,40 +168,9 @@ func TestWriterAppendAfterTheSeal(t *testing.T) {
 		t.Fatalf("message: %v", err)
 	}
 
-	// Quarantine keeps the bytes and leaves the sealed part.
-	after, _ := os.ReadFile(file)
-	moved, err := ledger.Quarantine(root, u, ledger.QuarantineDir+"/t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := ledger.QuarantineDir + "/t1/" + sealed.Segment.Path
-	if fmt.Sprint(moved) != fmt.Sprint([]string{q, sealed.Segment.Path}) {
-		t.Fatalf("moved %v", moved)
-	}
-	kept, _ := os.ReadFile(filepath.Join(root, filepath.FromSlash(q)))
-	now, _ := os.ReadFile(file)
-	if !bytes.Equal(now, before) || !bytes.Equal(kept, after[len(before):]) {
-		t.Fatal("quarantine did not move exactly the unsealed bytes")
-	}
-	if _, got, err := scan(t, root, keys.Ledger()); err != nil || got != sealed {
-		t.Fatalf("after quarantine: %+v %v", got, err)
-	}
+	quarantineUnsealed(t, root, keys, u, sealed, before)
 
-	// A new segment written by a writer is unsealed whole.
-	small := ledger.Open(root, 1).Sealed(keys.Ledger()) // every append rolls over
-	tail = run(t, small, sealed, 1)
-	sealed = tail
-	tail = run(t, ledger.Open(root, 1), tail, 2)
-	_, _, err = scan(t, root, keys.Ledger())
-	if !errors.As(err, &u) || len(u.Files) != 1 || u.Files[0].Offset != 0 || u.Files[0].File != tail.Segment.Path || u.Files[0].First != sealed.Seq+1 {
-		t.Fatalf("new segment: %v %+v", err, u)
-	}
-	if _, err := ledger.Quarantine(root, u, ledger.QuarantineDir+"/t1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(tail.Segment.Path))); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("a file left with nothing sealed is removed: %v", err)
-	}
+	unsealedSegment(t, root, keys, sealed)
 }
 
 func gunzip(t testing.TB, b []byte) []byte {
@@ -249,6 +218,49 @@ func TestEditBeforeTheSeal(t *testing.T) {
 
 	// Re-chained from member 2 on, each member keeping the seal it had:
 	// what a writer who knows the format, but not the key, can do.
+	rechain(t, root, orig, tails)
+	seqs, got, err := scan(t, root, keys.Ledger())
+	var u *ledger.UnsealedError
+	if !errors.As(err, &u) || !u.Applied || u.Sealed != tails[0] || got != tails[0] {
+		t.Fatalf("re-chained: %v (%+v), tail %+v, want sealed %+v", err, u, got, tails[0])
+	}
+	if !strings.Contains(u.Reason, "does not verify") || len(u.Files) != 1 || u.Files[0].Members != 3 || u.Files[0].First != 4 {
+		t.Fatalf("re-chained: %+v", u)
+	}
+	sealedPrefix(t, root, keys, u, seqs)
+}
+
+// quarantineUnsealed: quarantine keeps the bytes and leaves the sealed
+// part, before being the sealed file's bytes.
+func quarantineUnsealed(t *testing.T, root string, keys *ledgerkey.Keys, u *ledger.UnsealedError, sealed ledger.Tail, before []byte) {
+	t.Helper()
+	file := filepath.Join(root, filepath.FromSlash(sealed.Segment.Path))
+	after, _ := os.ReadFile(file)
+	moved, err := ledger.Quarantine(root, u, ledger.QuarantineDir+"/t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := ledger.QuarantineDir + "/t1/" + sealed.Segment.Path
+	if fmt.Sprint(moved) != fmt.Sprint([]string{q, sealed.Segment.Path}) {
+		t.Fatalf("moved %v", moved)
+	}
+	kept, _ := os.ReadFile(filepath.Join(root, filepath.FromSlash(q)))
+	now, _ := os.ReadFile(file)
+	if !bytes.Equal(now, before) || !bytes.Equal(kept, after[len(before):]) {
+		t.Fatal("quarantine did not move exactly the unsealed bytes")
+	}
+	if _, got, err := scan(t, root, keys.Ledger()); err != nil || got != sealed {
+		t.Fatalf("after quarantine: %+v %v", got, err)
+	}
+
+}
+
+// rechain rewrites the ledger from its second member on as new approvals
+// by mallory, correctly chained, each member keeping the seal the original
+// had at its place.
+func rechain(t *testing.T, root string, orig []byte, tails []ledger.Tail) {
+	t.Helper()
+	file := filepath.Join(root, filepath.FromSlash(tails[len(tails)-1].Segment.Path))
 	os.WriteFile(file, orig[:tails[0].Segment.Size], 0o644)
 	forged := tails[0]
 	for i := 1; i < 4; i++ {
@@ -264,16 +276,32 @@ func TestEditBeforeTheSeal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	seqs, got, err := scan(t, root, keys.Ledger())
+}
+
+// unsealedSegment: a new segment written by a writer is unsealed whole.
+func unsealedSegment(t *testing.T, root string, keys *ledgerkey.Keys, sealed ledger.Tail) {
+	t.Helper()
 	var u *ledger.UnsealedError
-	if !errors.As(err, &u) || !u.Applied || u.Sealed != tails[0] || got != tails[0] {
-		t.Fatalf("re-chained: %v (%+v), tail %+v, want sealed %+v", err, u, got, tails[0])
+	small := ledger.Open(root, 1).Sealed(keys.Ledger()) // every append rolls over
+	sealed = run(t, small, sealed, 1)
+	tail := run(t, ledger.Open(root, 1), sealed, 2)
+	_, _, err := scan(t, root, keys.Ledger())
+	if !errors.As(err, &u) || len(u.Files) != 1 || u.Files[0].Offset != 0 || u.Files[0].File != tail.Segment.Path || u.Files[0].First != sealed.Seq+1 {
+		t.Fatalf("new segment: %v %+v", err, u)
 	}
-	if !strings.Contains(u.Reason, "does not verify") || len(u.Files) != 1 || u.Files[0].Members != 3 || u.Files[0].First != 4 {
-		t.Fatalf("re-chained: %+v", u)
+	if _, err := ledger.Quarantine(root, u, ledger.QuarantineDir+"/t1"); err != nil {
+		t.Fatal(err)
 	}
-	// The scan is optimistic (one check, the newest seal, at the end):
-	// it says so, and a second scan up to the sealed part applies that.
+	if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(tail.Segment.Path))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a file left with nothing sealed is removed: %v", err)
+	}
+}
+
+// sealedPrefix: the scan is optimistic (one check, the newest seal, at the
+// end): it says so, and a second scan up to the sealed part applies that.
+func sealedPrefix(t *testing.T, root string, keys *ledgerkey.Keys, u *ledger.UnsealedError, seqs []int64) {
+	t.Helper()
+	var ce *ledger.CorruptError
 	if len(seqs) != 12 {
 		t.Fatalf("seqs %v", seqs)
 	}

@@ -29,13 +29,24 @@ type stats struct {
 // the first that is not is a *CorruptError of kind ProblemSeal naming the
 // member's first line.
 func Verify(root string, segs []Segment, seals ...*Seals) (stats, error) {
+	return VerifyEach(root, segs, nil, seals...)
+}
+
+// VerifyEach is Verify passing every event to fn as well (when not nil;
+// its Output left empty), in order, for a caller that would otherwise
+// read the ledger a second time.
+func VerifyEach(root string, segs []Segment, fn func(e *Event), seals ...*Seals) (stats, error) {
 	st := stats{Files: len(segs)}
-	opts := ScanOptions{Verify: true}
+	// Output is still checked, not kept; a few batches ahead keep memory low.
+	opts := ScanOptions{Verify: true, SkipOutput: true, Ahead: 16}
 	if len(seals) > 0 && seals[0] != nil {
 		opts.Seals, opts.EverySeal = seals[0], true
 	}
-	tail, err := Scan(root, segs, opts, func(*Event) error {
+	tail, err := Scan(root, segs, opts, func(e *Event) error {
 		st.Events++
+		if fn != nil {
+			fn(e)
+		}
 		return nil
 	})
 	st.Tail = tail

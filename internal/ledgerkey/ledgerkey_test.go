@@ -28,6 +28,7 @@ func key(t testing.TB) (priv []byte, pub seal.PublicKey) {
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
+// TestLoad finds the listed key in each place it may be.
 func TestLoad(t *testing.T) {
 	priv, pub := key(t)
 	otherPriv, other := key(t)
@@ -64,8 +65,13 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("from ~/.config: %v", err)
 	}
 
-	// No key: verify only, and recording is refused with what to do.
-	k, err = Load(trust, env(nil))
+}
+
+// TestLoadWithoutKey: verify only, and recording is refused with what to do.
+func TestLoadWithoutKey(t *testing.T) {
+	_, pub := key(t)
+	trust := model.Trust{LedgerKeys: []string{pub.String()}}
+	k, err := Load(trust, env(nil))
 	if err != nil || k.CanSign() {
 		t.Fatalf("without a key: %v", err)
 	}
@@ -81,8 +87,15 @@ func TestLoad(t *testing.T) {
 		t.Fatal("nil Keys: not sealed")
 	}
 
-	// A key that is not listed is a usage error naming both sides.
-	_, err = Load(model.Trust{LedgerKeys: []string{other.String()}}, env(map[string]string{EnvKey: string(priv)}))
+}
+
+// TestLoadRefuses: a key that is not listed is a usage error naming both
+// sides; so is a key that does not parse.
+func TestLoadRefuses(t *testing.T) {
+	priv, pub := key(t)
+	_, other := key(t)
+	trust := model.Trust{LedgerKeys: []string{other.String(), pub.String()}}
+	_, err := Load(model.Trust{LedgerKeys: []string{other.String()}}, env(map[string]string{EnvKey: string(priv)}))
 	if !errors.Is(err, errkind.ErrUsage) || !strings.Contains(err.Error(), pub.Fingerprint()) || !strings.Contains(err.Error(), other.Fingerprint()) {
 		t.Fatalf("unlisted key: %v", err)
 	}

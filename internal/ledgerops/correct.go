@@ -43,6 +43,37 @@ func CorrectClock(store *ledger.Store, st *state.State, after, now time.Time, re
 	return &c, nil
 }
 
+// startSegment is the index of the newest month whose checkpoint is not
+// after after, from which a scan sees every run after it; a usage error when
+// this checkout's ledger does not reach back that far.
+func startSegment(store *ledger.Store, segs []ledger.Segment, after time.Time) (int, error) {
+	from := 0
+	for i := len(segs) - 1; i > 0; i-- {
+		if segs[i].Index != 0 || segs[i].Month == "" {
+			continue
+		}
+		first, err := ledger.First(store.Root(), segs[i])
+		if err != nil {
+			return 0, errkind.Ledger(err, "")
+		}
+		if first != nil && first.Event == ledger.LedgerCheckpoint && !first.TS.After(after) {
+			from = i
+			break
+		}
+	}
+	if len(segs) > 0 {
+		first, err := ledger.First(store.Root(), segs[from])
+		if err != nil {
+			return 0, errkind.Ledger(err, "")
+		}
+		if first != nil && first.Seq != 1 && (first.Event != ledger.LedgerCheckpoint || first.TS.After(after)) {
+			return 0, errkind.Usagef("the ledger since %s is not all in this checkout (%s starts at seq %d): correct the clock from a full clone",
+				after.Format(time.RFC3339), segs[from].Path, first.Seq)
+		}
+	}
+	return from, nil
+}
+
 // ranAfter lists the own slots after after that a run claimed at a time
 // after after: key -> slot. It reads the ledger from the newest month
 // that opens with a checkpoint dated at or before after (every event
@@ -53,29 +84,9 @@ func ranAfter(store *ledger.Store, after time.Time) (map[string]time.Time, error
 	if err != nil {
 		return nil, errkind.Ledger(err, "")
 	}
-	from := 0
-	for i := len(segs) - 1; i > 0; i-- {
-		if segs[i].Index != 0 || segs[i].Month == "" {
-			continue
-		}
-		first, err := ledger.First(store.Root(), segs[i])
-		if err != nil {
-			return nil, errkind.Ledger(err, "")
-		}
-		if first != nil && first.Event == ledger.LedgerCheckpoint && !first.TS.After(after) {
-			from = i
-			break
-		}
-	}
-	if len(segs) > 0 {
-		first, err := ledger.First(store.Root(), segs[from])
-		if err != nil {
-			return nil, errkind.Ledger(err, "")
-		}
-		if first != nil && first.Seq != 1 && (first.Event != ledger.LedgerCheckpoint || first.TS.After(after)) {
-			return nil, errkind.Usagef("the ledger since %s is not all in this checkout (%s starts at seq %d): correct the clock from a full clone",
-				after.Format(time.RFC3339), segs[from].Path, first.Seq)
-		}
+	from, err := startSegment(store, segs, after)
+	if err != nil {
+		return nil, err
 	}
 	early := map[string]time.Time{}
 	_, err = ledger.Scan(store.Root(), segs[from:], ledger.ScanOptions{SkipOutput: true}, func(e *ledger.Event) error {

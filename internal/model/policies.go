@@ -1,9 +1,6 @@
 package model
 
 import (
-	"path"
-	"strings"
-
 	"github.com/astra-gitops/astra/internal/money"
 )
 
@@ -56,6 +53,7 @@ type Tool struct {
 	RiskLevel          Risk              `yaml:"risk_level" json:"risk_level" doc:"low, medium or high."`
 	Rollback           []string          `yaml:"rollback" json:"rollback,omitempty" doc:"argv of a compensating command for 'astra rollback'."`
 	RunsOn             Labels            `yaml:"runs_on" json:"runs_on,omitempty" doc:"astra plan: GitHub Actions runner label(s) of the jobs that run this tool, unless the schedule names its own."`
+	Files              []string          `yaml:"files" json:"files,omitempty" doc:"exec: repository files the tool loads besides the ones its command names (libraries it sources, modules, a Makefile), as globs such as lib/deploy/**. Without it, approvals bind the whole directory of each script the command names; with it, those scripts and these globs. Either way no other tool may change them."`
 	Writes             []string          `yaml:"writes" json:"writes,omitempty" doc:"exec: repository paths the tool writes, as globs such as reports/** (* within a path segment, ** across); what it changes there is committed with its run, anything else it changes is put back before the next tool runs and reported. Never astra's files, workflows, CODEOWNERS, files tools run or paths CODEOWNERS gives owners."`
 }
 
@@ -68,19 +66,6 @@ func (t *Tool) Declares(path string) bool {
 		}
 	}
 	return false
-}
-
-// RepoFiles are the repository files the tool runs: its command's and its
-// rollback's program, where those are repository paths (with a slash, not
-// absolute), cleaned.
-func (t *Tool) RepoFiles() []string {
-	var out []string
-	for _, argv := range [][]string{t.Command, t.Rollback} {
-		if len(argv) > 0 && strings.Contains(argv[0], "/") && !path.IsAbs(argv[0]) {
-			out = append(out, path.Clean(argv[0]))
-		}
-	}
-	return out
 }
 
 // TaskPolicy decides whether a task type may run without approval (seed 001).

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/astra-gitops/astra/internal/approval"
 	"github.com/astra-gitops/astra/internal/codeowners"
 	"github.com/astra-gitops/astra/internal/repofs"
 )
@@ -126,46 +126,24 @@ func (p *probe) filesUnder(dir string) []string {
 	return out
 }
 
-// toolFiles are the repository files tool entries run: every argument of
-// a command or rollback that names a file in the repository.
+// toolFiles are the repository files tool entries run or load (what
+// their approvals bind), with a probe for a new file in each directory
+// bound whole, which a writer could add and a script could load.
 func (p *probe) toolFiles() []string {
 	var out []string
-	seen := map[string]bool{}
 	names := make([]string, 0, len(p.in.Policies.Tools))
 	for n := range p.in.Policies.Tools {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		t := p.in.Policies.Tools[n]
-		if t.Kind != "exec" {
-			continue
-		}
-		for _, arg := range append(append([]string(nil), t.Command...), t.Rollback...) {
-			if rel, ok := p.repoFile(arg); ok && !seen[rel] {
-				seen[rel] = true
-				out = append(out, rel)
-			}
+		files, dirs, _ := approval.ToolFiles(p.in.Root, p.in.Policies.Tools[n])
+		out = append(out, files...)
+		for _, d := range dirs {
+			out = append(out, d+"/new.sh")
 		}
 	}
 	return out
-}
-
-// repoFile reports whether arg names a regular file of the repository
-// (relative to its root, where tools run), and its slash path.
-func (p *probe) repoFile(arg string) (string, bool) {
-	if arg == "" || filepath.IsAbs(arg) || strings.HasPrefix(arg, "-") {
-		return "", false
-	}
-	rel := path.Clean(filepath.ToSlash(arg))
-	if rel == "." || strings.HasPrefix(rel, "../") {
-		return "", false
-	}
-	st, err := repofs.Stat(p.in.Root, rel)
-	if err != nil || !st.Mode().IsRegular() {
-		return "", false
-	}
-	return rel, true
 }
 
 // ownerOf picks the owner to suggest: the one most rules name.

@@ -299,6 +299,10 @@ func TestChecks(t *testing.T) {
 			".github/workflows/astra.yml": strings.Replace(goodWorkflow, "uses: astra-gitops/astra@v1.2.3", "run: ./bin/astra run-due --now 2030-01-01T00:00:00Z", 1)}},
 		{name: "a test clock in the action's args", check: Workflows, want: Fail, found: "passes --test-clock to astra", files: map[string]string{
 			".github/workflows/astra.yml": strings.Replace(goodWorkflow, "        env:\n", "        with:\n          args: --limit 5 --test-clock\n        env:\n", 1)}},
+		{name: "a quoted what-if clock", check: Workflows, want: Fail, found: "passes --now to astra", files: map[string]string{
+			".github/workflows/astra.yml": strings.Replace(goodWorkflow, "uses: astra-gitops/astra@v1.2.3", `run: ./bin/astra run-due "--now=2030-01-01T00:00:00Z" "--test-clock"`, 1)}},
+		{name: "a single-quoted test clock", check: Workflows, want: Fail, found: "passes --test-clock to astra", files: map[string]string{
+			".github/workflows/astra.yml": strings.Replace(goodWorkflow, "uses: astra-gitops/astra@v1.2.3", `run: ./bin/astra run-due '--test-clock'`, 1)}},
 		{name: "ASTRA_NOW in a step", check: Workflows, want: Fail, found: "job run-due sets ASTRA_NOW", files: map[string]string{
 			".github/workflows/astra.yml": strings.Replace(goodWorkflow, "        env:\n", "        env:\n          ASTRA_NOW: 2030-01-01T00:00:00Z\n", 1)}},
 		{name: "ASTRA_NOW for the workflow", check: Workflows, want: Fail, found: "job run-due sets ASTRA_NOW", files: map[string]string{

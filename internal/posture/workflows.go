@@ -26,7 +26,7 @@ var runsAstra = regexp.MustCompile(`(^|[\s;&|(/])astra\s+[a-z]`)
 // production, and its runs are on the machine's clock (a run that records
 // refuses --now without --test-clock; a workflow passing both would date
 // what CI records by whatever it says).
-var whatIf = regexp.MustCompile(`(^|\s)--(now|test-clock)(=|\s|$)`)
+var whatIf = regexp.MustCompile(`(^|[\s'"])--(now|test-clock)(=|['"\s]|$)`)
 
 // workflowCheck is what the workflows check found.
 type workflowCheck struct {
@@ -106,63 +106,71 @@ func (w *workflowCheck) check(file string, data []byte, env string) {
 	if jobs == nil || jobs.Kind != yaml.MappingNode {
 		return
 	}
-	wfPerms := get(root, "permissions")
-	wfKey := mentionsKey(get(root, "env"))
 	for i := 0; i+1 < len(jobs.Content); i += 2 {
-		id, job := jobs.Content[i].Value, jobs.Content[i+1]
-		if job.Kind != yaml.MappingNode {
-			continue
-		}
-		astra := false
-		for _, step := range steps(job) {
-			uses := scalar(get(step, "uses"))
-			if strings.HasPrefix(strings.ToLower(uses), "actions/checkout@") {
-				w.checkouts++
-				if v := scalar(get(get(step, "with"), "persist-credentials")); v != "false" {
-					w.add(file, step.Line, "job %s: actions/checkout keeps the token in .git/config, where tools can read it (persist-credentials: false)", id)
-				}
-			}
-			action := strings.HasPrefix(strings.ToLower(uses), "astra-gitops/astra@")
-			if run := scalar(get(step, "run")); action || runsAstra.MatchString(run) {
-				astra = true
-				if m := whatIf.FindStringSubmatch(run + "\n" + scalar(get(get(step, "with"), "args"))); m != nil {
-					w.add(file, step.Line, "job %s passes --%s to astra: a workflow runs on the machine's clock (--now and --test-clock are for what-if runs and tests)", id, m[2])
-				}
-			}
-			if get(get(step, "env"), "ASTRA_NOW") != nil {
-				w.add(file, step.Line, "job %s sets ASTRA_NOW, which astra refuses: --now is a flag of what-if runs", id)
-			}
-		}
-		if get(get(job, "env"), "ASTRA_NOW") != nil || get(get(root, "env"), "ASTRA_NOW") != nil {
-			w.add(file, job.Line, "job %s sets ASTRA_NOW, which astra refuses: --now is a flag of what-if runs", id)
-		}
-		holdsKey := wfKey || mentionsKey(job) || scalar(get(job, "secrets")) == "inherit"
-		if holdsKey {
-			w.keyJobs++
-			if name := environmentOf(job); !strings.EqualFold(name, env) {
-				what := "declares no environment"
-				if name != "" {
-					what = "declares environment " + name
-				}
-				w.add(file, job.Line, "job %s gets %s but %s: the secret must come from environment %s, which only the default branch may use", id, KeyEnv, what, env)
-			}
-		}
-		if !astra {
-			continue
-		}
-		w.astraJobs++
-		perms := get(job, "permissions")
-		if perms == nil {
-			perms = wfPerms
-		}
-		if problem := permissionProblem(perms); problem != "" {
-			line := job.Line
-			if perms != nil {
-				line = perms.Line
-			}
-			w.add(file, line, "job %s runs astra %s", id, problem)
+		if job := jobs.Content[i+1]; job.Kind == yaml.MappingNode {
+			w.job(file, root, jobs.Content[i].Value, job, env)
 		}
 	}
+}
+
+// job looks at one job of a workflow whose document is root.
+func (w *workflowCheck) job(file string, root *yaml.Node, id string, job *yaml.Node, env string) {
+	astra := false
+	for _, step := range steps(job) {
+		if w.step(file, id, step) {
+			astra = true
+		}
+	}
+	if get(get(job, "env"), "ASTRA_NOW") != nil || get(get(root, "env"), "ASTRA_NOW") != nil {
+		w.add(file, job.Line, "job %s sets ASTRA_NOW, which astra refuses: --now is a flag of what-if runs", id)
+	}
+	if mentionsKey(get(root, "env")) || mentionsKey(job) || scalar(get(job, "secrets")) == "inherit" {
+		w.keyJobs++
+		if name := environmentOf(job); !strings.EqualFold(name, env) {
+			what := "declares no environment"
+			if name != "" {
+				what = "declares environment " + name
+			}
+			w.add(file, job.Line, "job %s gets %s but %s: the secret must come from environment %s, which only the default branch may use", id, KeyEnv, what, env)
+		}
+	}
+	if !astra {
+		return
+	}
+	w.astraJobs++
+	perms := get(job, "permissions")
+	if perms == nil {
+		perms = get(root, "permissions")
+	}
+	if problem := permissionProblem(perms); problem != "" {
+		line := job.Line
+		if perms != nil {
+			line = perms.Line
+		}
+		w.add(file, line, "job %s runs astra %s", id, problem)
+	}
+}
+
+// step looks at one step of job id and reports whether it runs astra.
+func (w *workflowCheck) step(file, id string, step *yaml.Node) (astra bool) {
+	uses := scalar(get(step, "uses"))
+	if strings.HasPrefix(strings.ToLower(uses), "actions/checkout@") {
+		w.checkouts++
+		if v := scalar(get(get(step, "with"), "persist-credentials")); v != "false" {
+			w.add(file, step.Line, "job %s: actions/checkout keeps the token in .git/config, where tools can read it (persist-credentials: false)", id)
+		}
+	}
+	action := strings.HasPrefix(strings.ToLower(uses), "astra-gitops/astra@")
+	if run := scalar(get(step, "run")); action || runsAstra.MatchString(run) {
+		astra = true
+		if m := whatIf.FindStringSubmatch(run + "\n" + scalar(get(get(step, "with"), "args"))); m != nil {
+			w.add(file, step.Line, "job %s passes --%s to astra: a workflow runs on the machine's clock (--now and --test-clock are for what-if runs and tests)", id, m[2])
+		}
+	}
+	if get(get(step, "env"), "ASTRA_NOW") != nil {
+		w.add(file, step.Line, "job %s sets ASTRA_NOW, which astra refuses: --now is a flag of what-if runs", id)
+	}
+	return astra
 }
 
 // permissionProblem says what is wrong with a job's permissions; "" when

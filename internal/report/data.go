@@ -17,6 +17,7 @@ import (
 type Data struct {
 	Generated     time.Time       `json:"generated"`
 	Repository    string          `json:"repository,omitempty"` // owner/repo, for links
+	Name          string          `json:"name,omitempty"`       // the repository's name, for the title when Repository is unknown
 	ServerURL     string          `json:"server_url,omitempty"` // https://github.com
 	Month         string          `json:"month"`                // YYYY-MM
 	Spend         []DaySpend      `json:"spend"`                // one entry per day of the month so far

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	_ "embed"
 	"fmt"
 	"html/template"
@@ -37,20 +38,23 @@ func HTML(w io.Writer, d Data) error {
 // geometry, relative times and totals.
 type view struct {
 	Data
-	Title        string
-	MonthName    string
-	DayUSD       float64
-	MonthPct     float64 // 0..100 for the progress bar, clamped
-	MonthLevel   string  // ok | warn | over
-	DayLevel     string
-	Runs         int
-	Failures     int
-	Chart        chart
-	Schedules    []scheduleRow
-	Pending      []pendingRow
-	Dead         []deadRow
-	Next         []nextRow
-	HasSchedules bool
+	Title          string
+	MonthName      string
+	DayUSD         float64
+	MonthPct       float64 // 0..100 for the progress bar, clamped
+	MonthLevel     string  // ok | warn | over
+	DayLevel       string
+	Runs           int
+	Failures       int
+	Chart          chart
+	Schedules      []scheduleRow
+	Pending        []pendingRow
+	Dead           []deadRow // the newest deadShown
+	DeadMore       int       // dead letters not in Dead
+	DeadTotal      int       // all of them
+	DeadBySchedule []deadGroup
+	Next           []nextRow
+	HasSchedules   bool
 }
 
 type scheduleRow struct {
@@ -63,6 +67,15 @@ type pendingRow struct {
 	Age     string
 	Expires string
 	Expired bool
+}
+
+// deadGroup is one schedule's dead letters.
+type deadGroup struct {
+	Name           string
+	Count          int
+	Oldest, Newest time.Time
+	Ago            string // since the newest
+	Error, Key     string // the newest's
 }
 
 type deadRow struct {
@@ -102,8 +115,8 @@ type tick struct {
 
 func newView(d Data) view {
 	v := view{Data: d, Title: "astra", HasSchedules: len(d.Schedules) > 0}
-	if d.Repository != "" {
-		v.Title = "astra · " + d.Repository
+	if name := cmp.Or(d.Repository, d.Name); name != "" {
+		v.Title = "astra · " + name
 	}
 	month, err := time.Parse("2006-01", d.Month)
 	if err != nil {
@@ -142,10 +155,49 @@ func newView(d Data) view {
 		}
 		v.Pending = append(v.Pending, r)
 	}
-	for _, dl := range d.DeadLetters {
-		v.Dead = append(v.Dead, deadRow{DeadLetter: dl, Ago: ago(d.Generated.Sub(dl.At))})
-	}
+	v.Dead, v.DeadBySchedule = deadLetters(d)
+	v.DeadTotal = len(d.DeadLetters)
+	v.DeadMore = len(d.DeadLetters) - len(v.Dead)
 	return v
+}
+
+// deadShown bounds the dead letters the page lists one by one (the newest);
+// the summary by schedule counts them all.
+const deadShown = 100
+
+// deadLetters are the newest dead letters, newest first, and all of them
+// by schedule, most first.
+func deadLetters(d Data) (newest []deadRow, bySchedule []deadGroup) {
+	groups := map[string]*deadGroup{}
+	for _, dl := range d.DeadLetters {
+		g := groups[dl.Name]
+		if g == nil {
+			g = &deadGroup{Name: dl.Name, Oldest: dl.At}
+			groups[dl.Name] = g
+		}
+		g.Count++
+		if !dl.At.Before(g.Newest) {
+			g.Newest, g.Error, g.Key = dl.At, dl.Error, dl.Key
+		}
+		if dl.At.Before(g.Oldest) {
+			g.Oldest = dl.At
+		}
+	}
+	for _, g := range groups {
+		g.Ago = ago(d.Generated.Sub(g.Newest))
+		bySchedule = append(bySchedule, *g)
+	}
+	sort.Slice(bySchedule, func(i, j int) bool {
+		if bySchedule[i].Count != bySchedule[j].Count {
+			return bySchedule[i].Count > bySchedule[j].Count
+		}
+		return bySchedule[i].Name < bySchedule[j].Name
+	})
+	for i := len(d.DeadLetters) - 1; i >= 0 && len(newest) < deadShown; i-- { // Collect sorts them oldest first
+		dl := d.DeadLetters[i]
+		newest = append(newest, deadRow{DeadLetter: dl, Ago: ago(d.Generated.Sub(dl.At))})
+	}
+	return newest, bySchedule
 }
 
 // level is the fill of a limit bar and its colour class (the seed's 80%

@@ -34,7 +34,7 @@ func (s *session) alert(ctx context.Context, key, text string, cause *ledger.Eve
 		if s.r.opts.Notify == nil {
 			err = fmt.Errorf("budget.alert_route to issue #%d needs GITHUB_TOKEN and GITHUB_REPOSITORY", ar.Issue)
 		} else {
-			err = s.r.opts.Notify(ctx, ar.Issue, "astra budget alert: "+text, key)
+			err = s.r.opts.Notify(ctx, ar.Issue, "astra budget alert: "+text, key, s.notifySince())
 		}
 		delivered(err, ar.Issue)
 	}

@@ -59,6 +59,7 @@ func (s *session) runTask(ctx context.Context, t *task) {
 	ctx, span := s.startSpan(ctx, t)
 	defer func() { s.endSpan(span, t) }()
 	if r.opts.DryRun {
+		s.starting(t)
 		res := r.dryRun(ctx, t)
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -90,6 +91,7 @@ func (s *session) runTask(ctx context.Context, t *task) {
 	}
 	s.mu.Unlock()
 
+	s.starting(t)
 	req := r.request(t)
 	req.OnWarning = func(w executor.Warning) {
 		s.mu.Lock()
@@ -265,10 +267,19 @@ func (s *session) checkGlobalBudget(ctx context.Context) {
 	}
 }
 
-// progress reports a finished task on the progress writer, if any.
+// progress reports a finished task, if anyone listens.
 func (s *session) progress(t *task) {
-	if w := s.r.opts.Progress; w != nil {
-		fmt.Fprintf(w, "astra: %s %s %s\n", t.outcome.Action, t.sched.Name, t.outcome.Detail)
+	if p := s.r.opts.Progress; p != nil {
+		p.End(t.outcome.Action, t.sched.Name, t.outcome.Detail)
+	}
+}
+
+// starting reports a task that starts, if anyone listens.
+func (s *session) starting(t *task) {
+	if p := s.r.opts.Progress; p != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		p.Start(t.sched.Name)
 	}
 }
 

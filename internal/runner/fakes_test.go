@@ -43,6 +43,7 @@ type fakeRemote struct {
 	beforePush func(n int)
 	pushes     int
 	pushErrs   []error // returned by the next pushes, in order
+	deleteErr  error   // returned by every spill deletion
 }
 
 func newRemote() *fakeRemote {
@@ -193,6 +194,9 @@ func (g *fakeGit) ReadSpill(ctx context.Context, name string) (map[string][]byte
 func (g *fakeGit) DeleteSpill(ctx context.Context, name string) error {
 	g.remote.mu.Lock()
 	defer g.remote.mu.Unlock()
+	if g.remote.deleteErr != nil {
+		return g.remote.deleteErr
+	}
 	delete(g.remote.spills, name)
 	return nil
 }

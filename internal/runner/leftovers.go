@@ -60,6 +60,9 @@ func (r *Runner) recoverLeftovers(ctx context.Context, command string) (release 
 	if err != nil {
 		return release, errkind.Infraf("%w", err)
 	}
+	if err := r.refuseLocalWork(); err != nil {
+		return unlock, err
+	}
 	return unlock, r.recoverLeftoversLocked(ctx, command)
 }
 
@@ -122,7 +125,7 @@ func (r *Runner) findLeftovers() (n int, known bool, ahead []string, err error) 
 // did not commit, and returns the commits the remote now lacks (n when
 // not pushing).
 func (r *Runner) commitAhead(s *session, ahead []string, n int) (int, error) {
-	msg := fmt.Sprintf("astra: record the events a run appended and did not commit\n\nrunner: %s", r.opts.RunnerID)
+	msg := fmt.Sprintf("astra: record the events a run appended and did not commit\n\n%s: %s", gitops.RunnerTrailer, r.opts.RunnerID)
 	if anchors := s.j.Anchors(); len(anchors) > 0 {
 		msg += "\n\n" + ledger.FormatAnchors(anchors)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/astra-gitops/astra/internal/approval"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/repofs"
@@ -34,15 +35,37 @@ const writableEnv = "ASTRA_SANDBOX_WRITABLE"
 func (r *Runner) toolView(t *task) *sandbox.Policy {
 	p := &sandbox.Policy{Repo: r.opts.Root, WriteRepo: t.sched.SafetyTier >= model.TierLocalWrite && !r.opts.DryRun}
 	p.Protected = append(p.Protected, astraFiles...)
-	for _, tool := range r.cfg.Policies.Tools {
-		p.Protected = append(p.Protected, tool.RepoFiles()...)
-	}
+	p.Protected = append(p.Protected, r.toolFiles(t.tool)...)
 	for _, d := range filepath.SplitList(r.opts.Getenv(writableEnv)) {
 		if filepath.IsAbs(d) {
 			p.Writable = append(p.Writable, d)
 		}
 	}
 	return p
+}
+
+// toolFiles are what tools run or load (what their approvals bind), kept
+// from the tool self runs: every other tool's files and the directories
+// bound whole, and self's own files (a tool may write into its own
+// directory, what it declares being its output). Worked out once per run;
+// a tool whose files cannot be bound (a symbolic link, too many files) is
+// kept as far as it was walked, and its own approval fails on it.
+func (r *Runner) toolFiles(self *model.Tool) []string {
+	r.toolFilesOnce.Do(func() {
+		r.toolFilesOf = map[*model.Tool][2][]string{}
+		for _, t := range r.cfg.Policies.Tools {
+			files, dirs, _ := approval.ToolFiles(r.opts.Root, t)
+			r.toolFilesOf[t] = [2][]string{files, dirs}
+		}
+	})
+	var out []string
+	for t, fd := range r.toolFilesOf {
+		out = append(out, fd[0]...)
+		if t != self {
+			out = append(out, fd[1]...)
+		}
+	}
+	return out
 }
 
 // own keeps astra's record (var/) astra's while tools run. It knows what

@@ -271,7 +271,7 @@ func (s *session) spill(ctx context.Context, cause error) error {
 func (s *session) deleteSpills(ctx context.Context) {
 	for _, name := range s.spills {
 		if err := s.r.git.DeleteSpill(ctx, name); err != nil {
-			s.report.Errors = append(s.report.Errors, fmt.Sprintf("deleting merged spill %s: %v", name, err))
+			s.spillNotDeleted(name, err)
 		}
 	}
 	s.spills = nil
@@ -321,9 +321,16 @@ func (s *session) deletePushedSpill(ctx context.Context, name string) bool {
 	}
 	// Every event of it is on the remote already.
 	if err := s.r.git.DeleteSpill(ctx, name); err != nil {
-		s.report.Errors = append(s.report.Errors, fmt.Sprintf("deleting merged spill %s: %v", name, err))
+		s.spillNotDeleted(name, err)
 	}
 	return true
+}
+
+// spillNotDeleted notes a merged spill the remote did not delete: the
+// remote's failure (exit 3), not a task's; a later run deletes it, and
+// recording its events again never doubles them (notInLedger).
+func (s *session) spillNotDeleted(name string, err error) {
+	s.report.InfraErrors = append(s.report.InfraErrors, fmt.Sprintf("deleting merged spill %s (a later run deletes it): %s", name, s.r.opts.Redact.String(err.Error())))
 }
 
 // spillEvents are the events of a spill's files that the ledger lacks.
@@ -393,6 +400,6 @@ func (s *session) commitMessage(phase string) string {
 	if len(r.Outcomes) > 0 {
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "Astra-Runner: %s", s.r.opts.RunnerID) // a trailer; the ledger anchors follow
+	fmt.Fprintf(&b, "%s: %s", gitops.RunnerTrailer, s.r.opts.RunnerID) // a trailer; the ledger anchors follow
 	return b.String()
 }

@@ -48,7 +48,7 @@ func (s *session) notify(ctx context.Context, t *task, res executor.Result) {
 		err = fmt.Errorf("result_route notify to issue #%d needs GITHUB_TOKEN and GITHUB_REPOSITORY", rr.Issue)
 	case rr.Issue > 0:
 		ev.PR = rr.Issue
-		err = s.r.opts.Notify(ctx, rr.Issue, body, t.runID())
+		err = s.r.opts.Notify(ctx, rr.Issue, body, t.runID(), s.notifySince())
 	case rr.Webhook != "":
 		err = s.r.postWebhook(ctx, rr.Webhook, t, res)
 	default:
@@ -61,6 +61,21 @@ func (s *session) notify(ctx context.Context, t *task, res executor.Result) {
 	if err := s.j.Record(ev); err != nil {
 		s.report.Errors = append(s.report.Errors, err.Error())
 	}
+}
+
+// notifyMargin covers the difference between this run's clock and
+// GitHub's: the trusted-time check bounds it to 5 minutes.
+const notifyMargin = 15 * time.Minute
+
+// notifySince bounds the comments a notification's check for an earlier
+// copy of itself reads: a run's notification is never posted before the
+// run started, so a tracking issue's older comments need not be read. A
+// test clock says nothing of GitHub's: then every comment is read.
+func (s *session) notifySince() time.Time {
+	if s.r.opts.TestClock {
+		return time.Time{}
+	}
+	return s.now.Add(-notifyMargin)
 }
 
 // postWebhook sends the result as JSON, signed like http tools when

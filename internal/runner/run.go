@@ -87,6 +87,9 @@ func (r *Runner) run(ctx context.Context, command string, decide func(*session) 
 	ctx, span := r.opts.Tracer.Start(ctx, "astra "+command, telemetry.Parent(r.opts.TraceParent),
 		telemetry.Attrs(telemetry.AttrDryRun, r.opts.DryRun))
 	defer func() { span.End(err) }()
+	if p := r.opts.Progress; p != nil {
+		p.Begin(command, r.opts.Clock().UTC(), r.opts.DryRun)
+	}
 	release, err := r.recoverLeftovers(ctx, command)
 	defer release()
 	if err == nil {

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"sync"
 	"time"
@@ -45,6 +44,15 @@ type Executor interface {
 	Run(ctx context.Context, req executor.Request) executor.Result
 }
 
+// Progress hears of a run while it goes, for the people waiting on it:
+// the run begins (before the ledger is read), each task starts and ends.
+// Start and End come from the tasks' goroutines, one at a time.
+type Progress interface {
+	Begin(command string, now time.Time, dryRun bool)
+	Start(schedule string)
+	End(action, schedule, detail string)
+}
+
 // Options configure a run.
 type Options struct {
 	Root        string
@@ -61,10 +69,11 @@ type Options struct {
 	OutputTail  int    // bytes of tool output kept in the ledger (default 1024)
 	Secret      []byte // ASTRA_APPROVAL_SECRET: approval tokens must be signed
 	Getenv      func(string) string
-	Progress    io.Writer // one line per finished task, for long runs; nil for none
+	Progress    Progress // hears of the run as it goes; nil for none
 	Redact      *redact.Redactor
-	// Notify comments on a GitHub issue, deduplicated by key (nil without GitHub).
-	Notify func(ctx context.Context, issue int, body, key string) error
+	// Notify comments on a GitHub issue, deduplicated by key among the
+	// comments since since (zero: all of them); nil without GitHub.
+	Notify func(ctx context.Context, issue int, body, key string, since time.Time) error
 	// CI: running in GitHub Actions, where nothing can be approved without
 	// a pull request and a missing approval secret deserves a warning.
 	CI bool
@@ -105,6 +114,10 @@ type Runner struct {
 	posture postureVerdict
 	// clockChecked: the clock was held to a trusted time (clock.go).
 	clockChecked bool
+	// toolFilesList is what tools run or load, kept from other tools
+	// (ownfiles.go).
+	toolFilesOnce sync.Once
+	toolFilesOf   map[*model.Tool][2][]string // files, directories bound whole
 }
 
 // New returns a runner. git and forge may be nil: then nothing is

@@ -139,6 +139,35 @@ func TestSpillAfterLastRound(t *testing.T) {
 	}
 }
 
+// A merged spill whose deletion fails is the remote's failure, not a
+// task's: the run exits 3, and the spill is deleted by a later run.
+func TestSpillDeletionFailsIsInfra(t *testing.T) {
+	e := newEnv(t, daily)
+	e.runDue("2026-11-22T08:00:00Z")
+	e.remote.beforePush = func(n int) {
+		if n >= 3 {
+			e.remote.advance()
+		}
+	}
+	if _, err := e.runner("2026-11-22T09:00:30Z").RunDue(context.Background()); !errors.Is(err, errkind.ErrInfra) {
+		t.Fatalf("want a spill, got %v", err)
+	}
+	e.remote.beforePush = nil
+	e.remote.deleteErr = errors.New("connection reset")
+	rep, err := e.runner("2026-11-22T09:10:00Z").RunDue(context.Background())
+	if errkind.ExitCode(err, false) != errkind.ExitInfra || !strings.Contains(err.Error(), "deleting merged spill") {
+		t.Fatalf("exit %d: %v", errkind.ExitCode(err, false), err)
+	}
+	if rep.Failed() {
+		t.Fatalf("a spill deletion counted as a failed task: %+v", rep.Errors)
+	}
+	e.remote.deleteErr = nil
+	e.runDue("2026-11-22T09:20:00Z")
+	if len(e.remote.spills) != 0 {
+		t.Fatal("the spill was never deleted")
+	}
+}
+
 // A claim that cannot be pushed for another reason stops the run before
 // any tool starts; the error keeps its cause.
 func TestClaimPushFailsNothingRuns(t *testing.T) {

@@ -84,11 +84,20 @@ func (s *session) tokensOf(t *tokens, sc *model.Schedule) [][]byte {
 // a pending request's token that reached the branch before its pull
 // request was merged (ignored, the merge still counts), a used token put
 // back, or bytes no approver signed and astra never wrote.
+//
+// A token is known by the hash of its bytes, or when an approver signed it
+// by what the signature covers (Token.SignedID): rewriting a used signed
+// token's bytes does not make it new.
 func (s *session) checkToken(ctx context.Context, sc *model.Schedule, raw []byte) error {
 	h := approval.Hash(raw)
+	tok, perr := approval.Parse(raw)
+	byBytes := h
+	if perr == nil && tok.ApproverSignature != "" {
+		h = tok.SignedID()
+	}
 	st := s.state()
 	req := st.Approvals[sc.ID]
-	if req != nil && req.Token == h {
+	if req != nil && (req.Token == h || req.Token == byBytes) {
 		if req.Status == ledger.StatusApproved {
 			return nil
 		}
@@ -98,11 +107,11 @@ func (s *session) checkToken(ctx context.Context, sc *model.Schedule, raw []byte
 		}
 		return s.noteToken(sc, req, ledger.ApprovalIgnored, ledger.StatusIgnored, h, "", "", why, false)
 	}
-	if _, used := st.Consumed[h]; used {
+	_, used := st.Consumed[h]
+	if _, usedBytes := st.Consumed[byBytes]; used || usedBytes {
 		return s.noteToken(sc, nil, ledger.ApprovalRefused, ledger.StatusRefused, h, reasonUsed, "", "this token was already used: one approval is one run", true)
 	}
-	tok, err := approval.Parse(raw)
-	if err != nil || tok.ApproverSignature == "" {
+	if perr != nil || tok.ApproverSignature == "" {
 		why := "this token is not one astra wrote for an open request of this schedule (forged, edited or left over), and no approver signed it: it approves nothing"
 		by := ""
 		if tok != nil && tok.ApprovedBy != "" {

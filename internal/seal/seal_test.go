@@ -86,7 +86,7 @@ func TestParse(t *testing.T) {
 func TestSSHKeygen(t *testing.T) {
 	keygen, err := exec.LookPath("ssh-keygen")
 	if err != nil {
-		t.Skip("ssh-keygen is not installed")
+		needKeygen(t)
 	}
 	dir := t.TempDir()
 	key := filepath.Join(dir, "id_ed25519")

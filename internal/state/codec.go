@@ -176,132 +176,187 @@ func newSection(name string, index []int, t reflect.Type) (section, error) {
 
 var timeType = reflect.TypeFor[time.Time]()
 
+// Column encoders and decoders of one scalar.
+type (
+	encFunc = func(dst []byte, v reflect.Value) []byte
+	decFunc = func(v reflect.Value, b []byte, in interner) error
+)
+
 // valueColumn encodes and decodes one scalar of type t.
 func valueColumn(name string, index int, t reflect.Type) (column, error) {
 	c := column{name: name, index: index}
+	var err error
 	switch {
 	case t == timeType:
-		c.enc = func(dst []byte, v reflect.Value) []byte {
-			if tm := v.Interface().(time.Time); !tm.IsZero() {
-				dst = tm.UTC().AppendFormat(dst, ledger.TimeLayout)
-			}
-			return dst
-		}
-		c.dec = func(v reflect.Value, b []byte, _ interner) error {
-			if len(b) == 0 {
-				return nil
-			}
-			tm, err := parseTime(b)
-			v.Set(reflect.ValueOf(tm))
-			return err
-		}
+		c.enc, c.dec = timeCodec()
 	case t.Kind() == reflect.String:
-		c.enc = func(dst []byte, v reflect.Value) []byte { return appendText(dst, v.String()) }
-		c.dec = func(v reflect.Value, b []byte, in interner) error {
-			s, err := in.text(b)
-			v.SetString(s)
-			return err
-		}
+		c.enc, c.dec = stringCodec()
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
-		c.enc = func(dst []byte, v reflect.Value) []byte { return appendText(dst, string(v.Bytes())) }
-		c.dec = func(v reflect.Value, b []byte, in interner) error {
-			if len(b) == 0 {
-				return nil
-			}
-			s, err := in.text(b)
-			v.SetBytes([]byte(s))
-			return err
-		}
+		c.enc, c.dec = bytesCodec()
 	case t.Kind() == reflect.Bool:
-		c.enc = func(dst []byte, v reflect.Value) []byte {
-			if v.Bool() {
-				dst = append(dst, "true"...)
-			}
-			return dst
+		c.enc, c.dec = boolCodec()
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		c.enc, c.dec = intCodec(t)
+	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
+		c.enc, c.dec = uintCodec(t)
+	case t.Kind() == reflect.Float64 || t.Kind() == reflect.Float32:
+		c.enc, c.dec = floatCodec(t)
+	case t.Kind() == reflect.Struct || t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct:
+		c.enc, c.dec, err = jsonCodec(t)
+	default:
+		err = fmt.Errorf("a snapshot cannot store a %s", t)
+	}
+	return c, err
+}
+
+// timeCodec codes a time, empty when zero.
+func timeCodec() (enc encFunc, dec decFunc) {
+	enc = func(dst []byte, v reflect.Value) []byte {
+		if tm := v.Interface().(time.Time); !tm.IsZero() {
+			dst = tm.UTC().AppendFormat(dst, ledger.TimeLayout)
 		}
-		c.dec = func(v reflect.Value, b []byte, _ interner) error {
-			switch string(b) {
-			case "":
-			case "true":
-				v.SetBool(true)
-			default:
-				return fmt.Errorf("bad boolean %q", b)
-			}
+		return dst
+	}
+	dec = func(v reflect.Value, b []byte, _ interner) error {
+		if len(b) == 0 {
 			return nil
 		}
-	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
-		c.enc = func(dst []byte, v reflect.Value) []byte {
-			if n := v.Int(); n != 0 {
-				dst = strconv.AppendInt(dst, n, 10)
-			}
-			return dst
-		}
-		c.dec = func(v reflect.Value, b []byte, _ interner) error {
-			if len(b) == 0 {
-				return nil
-			}
-			n, err := strconv.ParseInt(string(b), 10, t.Bits())
-			v.SetInt(n)
-			return err
-		}
-	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
-		c.enc = func(dst []byte, v reflect.Value) []byte {
-			if n := v.Uint(); n != 0 {
-				dst = strconv.AppendUint(dst, n, 10)
-			}
-			return dst
-		}
-		c.dec = func(v reflect.Value, b []byte, _ interner) error {
-			if len(b) == 0 {
-				return nil
-			}
-			n, err := strconv.ParseUint(string(b), 10, t.Bits())
-			v.SetUint(n)
-			return err
-		}
-	case t.Kind() == reflect.Float64 || t.Kind() == reflect.Float32:
-		c.enc = func(dst []byte, v reflect.Value) []byte {
-			if f := v.Float(); f != 0 {
-				dst = strconv.AppendFloat(dst, f, 'g', -1, t.Bits())
-			}
-			return dst
-		}
-		c.dec = func(v reflect.Value, b []byte, _ interner) error {
-			if len(b) == 0 {
-				return nil
-			}
-			f, err := strconv.ParseFloat(string(b), t.Bits())
-			v.SetFloat(f)
-			return err
-		}
-	case t.Kind() == reflect.Struct || t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct:
-		// A nested record (a claim's plan, the last move) is rare and
-		// small: it is stored as JSON, empty for a nil pointer, provided
-		// JSON keeps every field.
-		if err := jsonKeepsAll(t); err != nil {
-			return c, err
-		}
-		c.enc = func(dst []byte, v reflect.Value) []byte {
-			if v.Kind() == reflect.Pointer && v.IsNil() {
-				return dst
-			}
-			b, _ := json.Marshal(v.Interface()) // cannot fail: plain fields (jsonKeepsAll) and raw JSON read from the ledger
-			return appendText(dst, string(b))
-		}
-		c.dec = func(v reflect.Value, b []byte, in interner) error {
-			if len(b) == 0 {
-				return nil
-			}
-			s, err := in.text(b)
-			if err != nil {
-				return err
-			}
-			return json.Unmarshal([]byte(s), v.Addr().Interface())
-		}
-	default:
-		return c, fmt.Errorf("a snapshot cannot store a %s", t)
+		tm, err := parseTime(b)
+		v.Set(reflect.ValueOf(tm))
+		return err
 	}
-	return c, nil
+	return enc, dec
+}
+
+// stringCodec codes a string.
+func stringCodec() (enc encFunc, dec decFunc) {
+	enc = func(dst []byte, v reflect.Value) []byte { return appendText(dst, v.String()) }
+	dec = func(v reflect.Value, b []byte, in interner) error {
+		s, err := in.text(b)
+		v.SetString(s)
+		return err
+	}
+	return enc, dec
+}
+
+// bytesCodec codes a byte slice, as text.
+func bytesCodec() (enc encFunc, dec decFunc) {
+	enc = func(dst []byte, v reflect.Value) []byte { return appendText(dst, string(v.Bytes())) }
+	dec = func(v reflect.Value, b []byte, in interner) error {
+		if len(b) == 0 {
+			return nil
+		}
+		s, err := in.text(b)
+		v.SetBytes([]byte(s))
+		return err
+	}
+	return enc, dec
+}
+
+// boolCodec codes a boolean, empty when false.
+func boolCodec() (enc encFunc, dec decFunc) {
+	enc = func(dst []byte, v reflect.Value) []byte {
+		if v.Bool() {
+			dst = append(dst, "true"...)
+		}
+		return dst
+	}
+	dec = func(v reflect.Value, b []byte, _ interner) error {
+		switch string(b) {
+		case "":
+		case "true":
+			v.SetBool(true)
+		default:
+			return fmt.Errorf("bad boolean %q", b)
+		}
+		return nil
+	}
+	return enc, dec
+}
+
+// intCodec codes a signed integer, empty when zero.
+func intCodec(t reflect.Type) (enc encFunc, dec decFunc) {
+	enc = func(dst []byte, v reflect.Value) []byte {
+		if n := v.Int(); n != 0 {
+			dst = strconv.AppendInt(dst, n, 10)
+		}
+		return dst
+	}
+	dec = func(v reflect.Value, b []byte, _ interner) error {
+		if len(b) == 0 {
+			return nil
+		}
+		n, err := strconv.ParseInt(string(b), 10, t.Bits())
+		v.SetInt(n)
+		return err
+	}
+	return enc, dec
+}
+
+// uintCodec codes an unsigned integer, empty when zero.
+func uintCodec(t reflect.Type) (enc encFunc, dec decFunc) {
+	enc = func(dst []byte, v reflect.Value) []byte {
+		if n := v.Uint(); n != 0 {
+			dst = strconv.AppendUint(dst, n, 10)
+		}
+		return dst
+	}
+	dec = func(v reflect.Value, b []byte, _ interner) error {
+		if len(b) == 0 {
+			return nil
+		}
+		n, err := strconv.ParseUint(string(b), 10, t.Bits())
+		v.SetUint(n)
+		return err
+	}
+	return enc, dec
+}
+
+// floatCodec codes a float, empty when zero.
+func floatCodec(t reflect.Type) (enc encFunc, dec decFunc) {
+	enc = func(dst []byte, v reflect.Value) []byte {
+		if f := v.Float(); f != 0 {
+			dst = strconv.AppendFloat(dst, f, 'g', -1, t.Bits())
+		}
+		return dst
+	}
+	dec = func(v reflect.Value, b []byte, _ interner) error {
+		if len(b) == 0 {
+			return nil
+		}
+		f, err := strconv.ParseFloat(string(b), t.Bits())
+		v.SetFloat(f)
+		return err
+	}
+	return enc, dec
+}
+
+// jsonCodec codes a nested record as JSON.
+func jsonCodec(t reflect.Type) (enc encFunc, dec decFunc, err error) {
+	// A nested record (a claim's plan, the last move) is rare and
+	// small: it is stored as JSON, empty for a nil pointer, provided
+	// JSON keeps every field.
+	if err := jsonKeepsAll(t); err != nil {
+		return nil, nil, err
+	}
+	enc = func(dst []byte, v reflect.Value) []byte {
+		if v.Kind() == reflect.Pointer && v.IsNil() {
+			return dst
+		}
+		b, _ := json.Marshal(v.Interface()) // cannot fail: plain fields (jsonKeepsAll) and raw JSON read from the ledger
+		return appendText(dst, string(b))
+	}
+	dec = func(v reflect.Value, b []byte, in interner) error {
+		if len(b) == 0 {
+			return nil
+		}
+		s, err := in.text(b)
+		if err != nil {
+			return err
+		}
+		return json.Unmarshal([]byte(s), v.Addr().Interface())
+	}
+	return enc, dec, nil
 }
 
 // jsonKeepsAll fails when encoding/json would drop a field of t (or of a
@@ -447,35 +502,8 @@ func (c *codec) decode(data []byte, line int, st *State, sel func(name string) b
 }
 
 func (c *codec) decodeLine(root reflect.Value, fields [][]byte, cur **section, m *reflect.Value, in interner, sel func(string) bool) error {
-	if len(fields[0]) > 0 { // a section
-		i, ok := c.byName[string(fields[0])]
-		if !ok || sel != nil && !sel(string(fields[0])) {
-			return fmt.Errorf("unknown section %q", fields[0])
-		}
-		s := &c.sections[i]
-		*cur = s
-		v := root.FieldByIndex(s.index)
-		if s.kind == scalarSection {
-			if len(fields) != 2 {
-				return fmt.Errorf("%s: want one value", s.name)
-			}
-			return s.cols[0].dec(v, fields[1], in)
-		}
-		if s.kind == recordSection {
-			if len(fields) != 1+len(s.cols) {
-				return fmt.Errorf("%s: want columns %s", s.name, columnNames(s))
-			}
-			for k, col := range s.cols {
-				if string(fields[1+k]) != col.name {
-					return fmt.Errorf("%s: want columns %s", s.name, columnNames(s))
-				}
-			}
-		}
-		if v.IsNil() {
-			v.Set(reflect.MakeMap(v.Type()))
-		}
-		*m = v
-		return nil
+	if len(fields[0]) > 0 {
+		return c.decodeSection(root, fields, cur, m, in, sel)
 	}
 	s := *cur
 	if s == nil || s.kind == scalarSection || len(fields) < 2 {
@@ -485,43 +513,83 @@ func (c *codec) decodeLine(root reflect.Value, fields [][]byte, cur **section, m
 	if err != nil {
 		return err
 	}
-	vals := fields[2:]
-	var val reflect.Value
-	switch s.kind {
-	case valueSection:
-		if len(vals) != 1 {
-			return fmt.Errorf("%s %s: want one value", s.name, key)
-		}
-		val = reflect.New(s.elem).Elem()
-		err = s.cols[0].dec(val, vals[0], in)
-	case listSection:
-		val = reflect.MakeSlice(s.elem, len(vals), len(vals))
-		for i, b := range vals {
-			if err = s.cols[0].dec(val.Index(i), b, in); err != nil {
-				break
-			}
-		}
-	case recordSection:
-		if len(vals) != len(s.cols) {
-			return fmt.Errorf("%s %s: want %d values, have %d", s.name, key, len(s.cols), len(vals))
-		}
-		p := reflect.New(s.elem)
-		for i, col := range s.cols {
-			if err = col.dec(p.Elem().Field(col.index), vals[i], in); err != nil {
-				err = fmt.Errorf("%s: %w", col.name, err)
-				break
-			}
-		}
-		val = p
-		if !s.ptr {
-			val = p.Elem()
-		}
-	}
+	val, err := s.decodeEntry(key, fields[2:], in)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", s.name, key, err)
 	}
 	m.SetMapIndex(reflect.ValueOf(key), val)
 	return nil
+}
+
+// decodeSection reads a section's header line: a scalar's value, or the
+// map that the following entries fill.
+func (c *codec) decodeSection(root reflect.Value, fields [][]byte, cur **section, m *reflect.Value, in interner, sel func(string) bool) error {
+	i, ok := c.byName[string(fields[0])]
+	if !ok || sel != nil && !sel(string(fields[0])) {
+		return fmt.Errorf("unknown section %q", fields[0])
+	}
+	s := &c.sections[i]
+	*cur = s
+	v := root.FieldByIndex(s.index)
+	if s.kind == scalarSection {
+		if len(fields) != 2 {
+			return fmt.Errorf("%s: want one value", s.name)
+		}
+		return s.cols[0].dec(v, fields[1], in)
+	}
+	if s.kind == recordSection && !sameColumns(s, fields[1:]) {
+		return fmt.Errorf("%s: want columns %s", s.name, columnNames(s))
+	}
+	if v.IsNil() {
+		v.Set(reflect.MakeMap(v.Type()))
+	}
+	*m = v
+	return nil
+}
+
+func sameColumns(s *section, names [][]byte) bool {
+	if len(names) != len(s.cols) {
+		return false
+	}
+	for k, col := range s.cols {
+		if string(names[k]) != col.name {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeEntry reads the value of one map entry of s.
+func (s *section) decodeEntry(key string, vals [][]byte, in interner) (reflect.Value, error) {
+	switch s.kind {
+	case valueSection:
+		if len(vals) != 1 {
+			return reflect.Value{}, fmt.Errorf("want one value")
+		}
+		val := reflect.New(s.elem).Elem()
+		return val, s.cols[0].dec(val, vals[0], in)
+	case listSection:
+		val := reflect.MakeSlice(s.elem, len(vals), len(vals))
+		for i, b := range vals {
+			if err := s.cols[0].dec(val.Index(i), b, in); err != nil {
+				return val, err
+			}
+		}
+		return val, nil
+	}
+	if len(vals) != len(s.cols) {
+		return reflect.Value{}, fmt.Errorf("want %d values, have %d", len(s.cols), len(vals))
+	}
+	p := reflect.New(s.elem)
+	for i, col := range s.cols {
+		if err := col.dec(p.Elem().Field(col.index), vals[i], in); err != nil {
+			return p, fmt.Errorf("%s: %w", col.name, err)
+		}
+	}
+	if !s.ptr {
+		return p.Elem(), nil
+	}
+	return p, nil
 }
 
 func columnNames(s *section) string {

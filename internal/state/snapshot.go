@@ -432,48 +432,108 @@ type SnapshotCheck struct {
 // says why runs would not use it (they replay instead, so it is not an
 // error); the comparison is the same.
 func VerifySnapshot(store *ledger.Store) (SnapshotCheck, error) {
+	v := NewSnapshotVerifier(store)
+	if v.st == nil {
+		return v.c, v.err
+	}
+	if _, err := replay(v.st, store.Unsealed(), v.segs, v.until, nil); err != nil {
+		return v.c, err
+	}
+	return v.Finish()
+}
+
+// SnapshotVerifier is VerifySnapshot fed by a scan the caller makes
+// anyway: `ledger verify` checks the chain of every file and replays the
+// snapshot's month in the same pass, so the month is read once. Apply
+// takes the events of the whole ledger in order; Finish compares.
+type SnapshotVerifier struct {
+	c     SnapshotCheck
+	err   error
+	sn    snap
+	segs  []ledger.Segment // up to the snapshot's head file
+	from  int              // the replay's first file (replayStart)
+	first int64            // its first seq
+	until int64            // the snapshot's head
+	st    *State           // nil: nothing to replay (c and err say why)
+}
+
+// NewSnapshotVerifier reads the snapshot and checks its head line; when
+// there is nothing to compare, Finish says why at once.
+func NewSnapshotVerifier(store *ledger.Store) *SnapshotVerifier {
+	v := &SnapshotVerifier{}
 	root := store.Root()
 	sn, why, bad := readSnapshot(root)
 	if bad != nil {
-		return SnapshotCheck{}, bad
+		v.err = bad
+		return v
 	}
 	if why != "" {
-		return SnapshotCheck{Note: why}, nil
+		v.c.Note = why
+		return v
 	}
 	h := sn.head
-	c := SnapshotCheck{Seq: h.seq}
+	v.sn, v.c.Seq, v.until = sn, h.seq, h.seq
 	if seals := store.Seals(); seals != nil {
-		c.Unsealed = sn.checkSeal(seals)
+		v.c.Unsealed = sn.checkSeal(seals)
 	}
 	segs, err := store.Segments()
 	if err != nil {
-		return c, err
+		v.err = err
+		return v
 	}
 	i := slices.IndexFunc(segs, func(s ledger.Segment) bool { return s.Path == h.file })
 	if i < 0 {
-		return c, fmt.Errorf("%s: it follows %s, which is not in the ledger", SnapshotPath, h.file)
+		v.err = fmt.Errorf("%s: it follows %s, which is not in the ledger", SnapshotPath, h.file)
+		return v
 	}
 	// The head line must be what the snapshot was bound to.
 	_, err = ledger.Scan(root, segs[i:i+1], ledger.ScanOptions{Resume: ledger.Tail{Seq: h.seq, Hash: h.hash}}, func(*ledger.Event) error { return nil })
 	if err != nil {
-		return c, fmt.Errorf("%s does not match the ledger: %w", SnapshotPath, err)
+		v.err = fmt.Errorf("%s does not match the ledger: %w", SnapshotPath, err)
+		return v
 	}
-	st := New(time.Time{})
-	if _, err := replay(st, store.Unsealed(), segs[:i+1], h.seq, nil); errors.Is(err, ErrIncomplete) {
-		c.Note = err.Error() + ": not compared"
-		return c, nil
-	} else if err != nil {
-		return c, err
+	v.segs = segs[:i+1]
+	if v.from, err = replayStart(root, v.segs); err != nil {
+		v.err = err
+		return v
 	}
-	want, err := encodeSnapshot(st, ledger.Tail{Seq: h.seq, Hash: h.hash, Segment: segs[i]}, sn.deadSum)
+	first, err := ledger.First(root, v.segs[v.from])
+	switch {
+	case err != nil:
+		v.err = err
+		return v
+	case first != nil && first.Seq != 1 && first.Event != ledger.LedgerCheckpoint:
+		v.c.Note = fmt.Errorf("%w: %s starts at seq %d, and the files before it are not here", ErrIncomplete, v.segs[v.from].Path, first.Seq).Error() + ": not compared"
+		return v
+	case first != nil:
+		v.first = first.Seq
+	}
+	v.st = New(time.Time{})
+	return v
+}
+
+// Apply replays e if it is one the snapshot covers.
+func (v *SnapshotVerifier) Apply(e *ledger.Event) {
+	if v.st != nil && e.Seq >= v.first && e.Seq <= v.until {
+		v.st.Apply(e)
+	}
+}
+
+// Finish compares the snapshot with what was replayed.
+func (v *SnapshotVerifier) Finish() (SnapshotCheck, error) {
+	if v.st == nil {
+		return v.c, v.err
+	}
+	c, sn := v.c, v.sn
+	want, err := encodeSnapshot(v.st, ledger.Tail{Seq: v.until, Hash: sn.head.hash, Segment: v.segs[len(v.segs)-1]}, sn.deadSum)
 	if err != nil {
 		return c, err
 	}
 	_, _, _, _, want, _ = parseHeader(want)
-	if err := firstDifference(SnapshotPath, headerLines+1, sn.body, want, h.seq); err != nil {
+	if err := firstDifference(SnapshotPath, headerLines+1, sn.body, want, v.until); err != nil {
 		return c, err
 	}
-	return c, firstDifference(DeadLettersPath, 1, sn.dead, encodeDead(st), h.seq)
+	return c, firstDifference(DeadLettersPath, 1, sn.dead, encodeDead(v.st), v.until)
 }
 
 // firstDifference names the first line where a state file's body

@@ -97,79 +97,96 @@ func TestCodecRefusesWhatItCannotStore(t *testing.T) {
 	}
 }
 
+// fillTexts are strings with every character the encoding must escape.
+var fillTexts = []string{"", "plain", "tab\there", "line\nbreak", `back\slash`, `"quoted"`, "caf\u00e9 \u2603", "bad\xffutf8", "  spaced  ", "\x00nul", "cr\r"}
+
+// filler sets values at random.
+type filler struct {
+	r      *rand.Rand
+	inJSON bool // a nested record is stored as JSON, which holds only valid UTF-8, as the ledger does
+}
+
+func (f *filler) text() string { return fillTexts[f.r.IntN(len(fillTexts))] }
+
+func (f *filler) value(v reflect.Value) {
+	r := f.r
+	switch {
+	case v.Type() == timeType:
+		if r.IntN(4) > 0 {
+			v.Set(reflect.ValueOf(time.Unix(r.Int64N(4e9), 0).UTC()))
+		}
+	case v.Kind() == reflect.String:
+		v.SetString(f.text())
+		if f.inJSON {
+			v.SetString(strings.ToValidUTF8(v.String(), "\uFFFD"))
+		}
+	case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8:
+		if r.IntN(3) > 0 {
+			b, _ := json.Marshal(map[string]string{"k": f.text()}) // raw JSON, as the ledger holds it
+			v.SetBytes(b)
+		}
+	case v.Kind() == reflect.Bool:
+		v.SetBool(r.IntN(2) == 0)
+	case v.Kind() >= reflect.Int && v.Kind() <= reflect.Int64:
+		v.SetInt(r.Int64N(1e12) - 5e11)
+	case v.Kind() == reflect.Float64:
+		v.SetFloat(r.Float64())
+	case v.Kind() == reflect.Struct:
+		for i := range v.NumField() {
+			f.value(v.Field(i))
+		}
+	case v.Kind() == reflect.Pointer:
+		if r.IntN(3) > 0 {
+			v.Set(reflect.New(v.Type().Elem()))
+			f.inJSON = true
+			f.value(v.Elem())
+			f.inJSON = false
+		}
+	}
+}
+
+// entry is a random value of one map entry of section s.
+func (f *filler) entry(s *section) reflect.Value {
+	r := f.r
+	switch s.kind {
+	case listSection:
+		val := reflect.MakeSlice(s.elem, 1+r.IntN(3), 1+r.IntN(3)+3)
+		val = val.Slice(0, val.Len())
+		for i := range val.Len() {
+			f.value(val.Index(i))
+		}
+		return val
+	case recordSection:
+		p := reflect.New(s.elem)
+		f.value(p.Elem())
+		if !s.ptr {
+			return p.Elem()
+		}
+		return p
+	}
+	val := reflect.New(s.elem).Elem()
+	f.value(val)
+	if val.Kind() == reflect.Bool {
+		val.SetBool(true) // sets of keys hold true
+	}
+	return val
+}
+
 // fill sets every stored field of st to random values, strings with
 // every character the encoding must escape.
 func fill(r *rand.Rand, st *State) {
-	texts := []string{"", "plain", "tab\there", "line\nbreak", `back\slash`, `"quoted"`, "caf\u00e9 \u2603", "bad\xffutf8", "  spaced  ", "\x00nul", "cr\r"}
-	var value func(v reflect.Value)
-	inJSON := false // a nested record is stored as JSON, which holds only valid UTF-8, as the ledger does
-	value = func(v reflect.Value) {
-		switch {
-		case v.Type() == timeType:
-			if r.IntN(4) > 0 {
-				v.Set(reflect.ValueOf(time.Unix(r.Int64N(4e9), 0).UTC()))
-			}
-		case v.Kind() == reflect.String:
-			v.SetString(texts[r.IntN(len(texts))])
-			if inJSON {
-				v.SetString(strings.ToValidUTF8(v.String(), "\uFFFD"))
-			}
-		case v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8:
-			if r.IntN(3) > 0 {
-				b, _ := json.Marshal(map[string]string{"k": texts[r.IntN(len(texts))]}) // raw JSON, as the ledger holds it
-				v.SetBytes(b)
-			}
-		case v.Kind() == reflect.Bool:
-			v.SetBool(r.IntN(2) == 0)
-		case v.Kind() >= reflect.Int && v.Kind() <= reflect.Int64:
-			v.SetInt(r.Int64N(1e12) - 5e11)
-		case v.Kind() == reflect.Float64:
-			v.SetFloat(r.Float64())
-		case v.Kind() == reflect.Struct:
-			for i := range v.NumField() {
-				value(v.Field(i))
-			}
-		case v.Kind() == reflect.Pointer:
-			if r.IntN(3) > 0 {
-				v.Set(reflect.New(v.Type().Elem()))
-				inJSON = true
-				value(v.Elem())
-				inJSON = false
-			}
-		}
-	}
+	f := &filler{r: r}
 	root := reflect.ValueOf(st).Elem()
-	for _, s := range stateCodec.sections {
+	for i := range stateCodec.sections {
+		s := &stateCodec.sections[i]
 		v := root.FieldByIndex(s.index)
 		if s.kind == scalarSection {
-			value(v)
+			f.value(v)
 			continue
 		}
 		for range 1 + r.IntN(3) {
-			key := texts[r.IntN(len(texts))] + fmt.Sprint(r.IntN(100))
-			var val reflect.Value
-			switch s.kind {
-			case listSection:
-				val = reflect.MakeSlice(s.elem, 1+r.IntN(3), 1+r.IntN(3)+3)
-				val = val.Slice(0, val.Len())
-				for i := range val.Len() {
-					value(val.Index(i))
-				}
-			case recordSection:
-				p := reflect.New(s.elem)
-				value(p.Elem())
-				val = p
-				if !s.ptr {
-					val = p.Elem()
-				}
-			default:
-				val = reflect.New(s.elem).Elem()
-				value(val)
-				if val.Kind() == reflect.Bool {
-					val.SetBool(true) // sets of keys hold true
-				}
-			}
-			v.SetMapIndex(reflect.ValueOf(key), val)
+			key := f.text() + fmt.Sprint(r.IntN(100))
+			v.SetMapIndex(reflect.ValueOf(key), f.entry(s))
 		}
 	}
 }
@@ -239,9 +256,24 @@ func (k *ticks) event(ts time.Time) *ledger.Event {
 	}
 	e := &ledger.Event{TS: ts, ScheduleID: id, Slot: slot, IdempotencyKey: key, Actor: tickActors[r.IntN(len(tickActors))],
 		Tool: "t", Tier: r.IntN(3), Mode: mode, Attempt: r.IntN(3), TraceID: fmt.Sprintf("%032x", r.Uint64())}
-	detail := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
 	token := fmt.Sprintf("sha256:%x", r.IntN(6))
-	switch r.IntN(25) {
+	switch n := r.IntN(25); {
+	case n < 12:
+		k.runEvent(e, n, ts, key)
+	case n < 17:
+		approvalEvent(r, e, n, ts, id, token)
+	default:
+		otherEvent(r, e, n, ts, key, slot)
+	}
+	return e
+}
+
+func detail(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
+
+// runEvent makes e one of the run events (n below 12).
+func (k *ticks) runEvent(e *ledger.Event, n int, ts time.Time, key string) {
+	r := k.r
+	switch n {
 	case 0, 1, 2, 3:
 		e.Event, e.Status, e.Runner, e.ExpiresAt = ledger.RunClaimed, ledger.StatusClaimed, "r1", ts.Add(10*time.Minute)
 		e.Limit = money.USD(r.IntN(5) * 100000)
@@ -261,6 +293,12 @@ func (k *ticks) event(ts time.Time) *ledger.Event {
 		e.Event, e.Status = ledger.DeadLetterReleased, ledger.StatusReleased
 	case 11:
 		e.Event, e.Status, e.Reason = ledger.RunSkipped, ledger.StatusSkipped, ledger.ReasonBudget
+	}
+}
+
+// approvalEvent makes e one of the approval events (n from 12 to 16).
+func approvalEvent(r *rand.Rand, e *ledger.Event, n int, ts time.Time, id, token string) {
+	switch n {
 	case 12:
 		e.Event, e.Status, e.PR, e.ExpiresAt, e.PayloadHash = ledger.ApprovalRequested, ledger.StatusPending, 1+r.IntN(50), ts.Add(24*time.Hour), "sha256:p"
 		e.Detail = detail(ApprovalDetail{Token: token, Branch: "astra/approve/" + id, Action: json.RawMessage(`{"hash":"sha256:a"}`), Event: json.RawMessage(`{"ref":"main"}`)})
@@ -278,6 +316,13 @@ func (k *ticks) event(ts time.Time) *ledger.Event {
 	case 16:
 		e.Event, e.Status, e.ExpiresAt = []ledger.Kind{ledger.ApprovalRefused, ledger.ApprovalIgnored}[r.IntN(2)], ledger.StatusRefused, ts.Add(time.Hour)
 		e.Detail = detail(ApprovalDetail{Token: token, Settles: r.IntN(2) == 0})
+	}
+}
+
+// otherEvent makes e a trigger, rollback, budget, schedule, clock, memory
+// or notification event (n from 17).
+func otherEvent(r *rand.Rand, e *ledger.Event, n int, ts time.Time, key string, slot time.Time) {
+	switch n {
 	case 17:
 		e.Event, e.Status, e.ExpiresAt = ledger.TriggerAccepted, ledger.StatusOK, ts.Add(5*time.Minute)
 		e.Detail = detail(map[string]string{"signature": fmt.Sprint(r.IntN(1000))})
@@ -307,7 +352,6 @@ func (k *ticks) event(ts time.Time) *ledger.Event {
 		e.Event = []ledger.Kind{ledger.ScheduleDeleted, ledger.MemoryStored, ledger.NotifySent}[r.IntN(3)]
 		e.Output = "remember this"
 	}
-	return e
 }
 
 // tick is one run at k.now: replay, record, save; it returns the journal.

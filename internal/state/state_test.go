@@ -34,6 +34,14 @@ type naive struct {
 func computeNaively(t *testing.T, root string, now time.Time) naive {
 	t.Helper()
 	n := naive{lastSlot: map[string]time.Time{}, consumed: map[string]int{}, open: map[string]string{}, actorRuns: map[string]int{}, approvals: map[string]int{}, deadLetters: map[string]bool{}}
+	eachLine(t, root, func(e map[string]any) { n.apply(e, now) })
+	return n
+}
+
+// eachLine calls fn with every line of the ledger under root, in file
+// order, decoded by encoding/json.
+func eachLine(t *testing.T, root string, fn func(map[string]any)) {
+	t.Helper()
 	segs, err := ledger.Open(root, 0).Segments() // file order only
 	if err != nil {
 		t.Fatal(err)
@@ -54,50 +62,59 @@ func computeNaively(t *testing.T, root string, now time.Time) naive {
 			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 				t.Fatal(err)
 			}
-			str := func(k string) string { s, _ := e[k].(string); return s }
-			num := func(k string) float64 { f, _ := e[k].(float64); return f }
-			ts, _ := time.Parse(time.RFC3339, str("ts"))
-			slot, _ := time.Parse(time.RFC3339, str("slot"))
-			id, key := str("schedule_id"), str("idempotency_key")
-			if str("scheduled_vs_manual") == "scheduled" && key == id+"@"+slot.Format(time.RFC3339) && slot.After(n.lastSlot[id]) {
-				n.lastSlot[id] = slot
-			}
-			switch str("event") {
-			case "run.claimed":
-				n.open[key] = "claimed"
-				if ts.After(now.Add(-time.Hour)) {
-					n.actorRuns[str("actor")]++
-				}
-			case "run.completed", "run.failed":
-				delete(n.open, key)
-				if str("event") == "run.completed" && num("tier") >= 1 && ts.Format("2006-01-02") == now.Format("2006-01-02") {
-					n.consumed[id]++
-				}
-				if u, ok := e["usage"].(map[string]any); ok && ts.Format("2006-01") == now.Format("2006-01") {
-					f, _ := u["cost_usd"].(float64)
-					c, _ := money.FromFloat(f) // the naive side reads with encoding/json
-					n.monthUSD += c
-					if ts.Format("2006-01-02") == now.Format("2006-01-02") {
-						n.dayUSD += c
-					}
-				}
-			case "run.retry_scheduled":
-				n.open[key] = "retry"
-			case "run.skipped":
-				delete(n.open, key)
-			case "run.dead_lettered":
-				delete(n.open, key)
-				n.deadLetters[key] = true
-			case "approval.requested":
-				n.approvals[id] = int(num("pr"))
-			}
+			fn(e)
 		}
 		if err := sc.Err(); err != nil {
 			t.Fatal(err)
 		}
 		f.Close()
 	}
-	return n
+}
+
+func (n *naive) apply(e map[string]any, now time.Time) {
+	str := func(k string) string { s, _ := e[k].(string); return s }
+	num := func(k string) float64 { f, _ := e[k].(float64); return f }
+	ts, _ := time.Parse(time.RFC3339, str("ts"))
+	slot, _ := time.Parse(time.RFC3339, str("slot"))
+	id, key := str("schedule_id"), str("idempotency_key")
+	if str("scheduled_vs_manual") == "scheduled" && key == id+"@"+slot.Format(time.RFC3339) && slot.After(n.lastSlot[id]) {
+		n.lastSlot[id] = slot
+	}
+	switch str("event") {
+	case "run.claimed":
+		n.open[key] = "claimed"
+		if ts.After(now.Add(-time.Hour)) {
+			n.actorRuns[str("actor")]++
+		}
+	case "run.completed", "run.failed":
+		delete(n.open, key)
+		if str("event") == "run.completed" && num("tier") >= 1 && ts.Format("2006-01-02") == now.Format("2006-01-02") {
+			n.consumed[id]++
+		}
+		n.spend(e, ts, now)
+	case "run.retry_scheduled":
+		n.open[key] = "retry"
+	case "run.skipped":
+		delete(n.open, key)
+	case "run.dead_lettered":
+		delete(n.open, key)
+		n.deadLetters[key] = true
+	case "approval.requested":
+		n.approvals[id] = int(num("pr"))
+	}
+}
+
+func (n *naive) spend(e map[string]any, ts, now time.Time) {
+	u, ok := e["usage"].(map[string]any)
+	if !ok || ts.Format("2006-01") != now.Format("2006-01") {
+		return
+	}
+	f, _ := u["cost_usd"].(float64)
+	c, _ := money.FromFloat(f) // the naive side reads with encoding/json
+	n.monthUSD += c
+	if ts.Format("2006-01-02") == now.Format("2006-01-02") {
+		n.dayUSD += c
+	}
 }
 
 func TestReplayAgreesWithNaiveComputation(t *testing.T) {
@@ -118,6 +135,13 @@ func TestReplayAgreesWithNaiveComputation(t *testing.T) {
 	if len(n.lastSlot) < 250 {
 		t.Fatalf("generated data too thin: %d schedules", len(n.lastSlot))
 	}
+	n.compare(t, st, now)
+}
+
+// compare reports where st disagrees with the naive computation: slots,
+// counts, open runs and spend here.
+func (n *naive) compare(t *testing.T, st *State, now time.Time) {
+	t.Helper()
 	for id, want := range n.lastSlot {
 		if got := st.Schedules[id].LastSlot; !got.Equal(want) {
 			t.Errorf("%s: last slot %s, want %s", id, got, want)
@@ -139,6 +163,12 @@ func TestReplayAgreesWithNaiveComputation(t *testing.T) {
 	if st.Spend.Day != n.dayUSD || st.Spend.Month != n.monthUSD {
 		t.Errorf("spend day %v month %v, want %v %v", st.Spend.Day, st.Spend.Month, n.dayUSD, n.monthUSD)
 	}
+	n.compareRest(t, st, now)
+}
+
+// compareRest: actors' runs, approvals and dead letters.
+func (n *naive) compareRest(t *testing.T, st *State, now time.Time) {
+	t.Helper()
 	for a, want := range n.actorRuns {
 		if got := st.RunsSince(a, now.Add(-time.Hour)); got != want {
 			t.Errorf("actor %s: %d runs in the last hour, want %d", a, got, want)

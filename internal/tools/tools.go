@@ -39,14 +39,14 @@ func Builtin(cfg *model.Config, store *ledger.Store, now func() time.Time) func(
 				Status: str(p, "status"), Since: since, Limit: limit})
 			return noted(introspect.Text(ts), store, since), err
 		case model.BuiltinTasksByTrace:
-			ts, err := introspect.ByTrace(store, at, str(p, "trace_id"))
+			ts, err := introspect.ByTrace(store, at, str(p, "trace_id"), false)
 			return noted(introspect.Text(ts), store, at.AddDate(0, 0, -introspect.TraceDays)), err
 		case model.BuiltinTasksLastFailed:
 			limit, err := integer(p, "limit", 10)
 			if err != nil {
 				return "", err
 			}
-			ts, err := introspect.LastFailed(store, at, limit)
+			ts, err := introspect.LastFailed(store, at, limit, false)
 			return noted(introspect.Text(ts), store, at.AddDate(0, 0, -introspect.FailedDays)), err
 		case model.BuiltinBudget:
 			st, _, err := state.Replay(store, at)

@@ -13,6 +13,7 @@ package ui
 
 import (
 	"io"
+	"strings"
 	"sync"
 	"unicode/utf8"
 )
@@ -40,6 +41,11 @@ type Writer struct {
 	colour  bool
 	pending []byte // an escape sequence or a UTF-8 character not yet complete
 	buf     []byte
+
+	live   bool   // a terminal: a status line may be drawn (SetLive)
+	status string // the status line, "" for none
+	shown  bool   // the status line is on the screen
+	midway bool   // what was written last did not end its line
 }
 
 // NewWriter returns a Writer onto w. With colour, the colours of Paint
@@ -59,11 +65,71 @@ func (w *Writer) Write(p []byte) (int, error) {
 	w.buf, n = clean(w.buf[:0], src, w.colour, false)
 	w.pending = append(w.pending[:0:0], src[n:]...)
 	if len(w.buf) > 0 {
+		if w.shown { // the text goes where the status line was; it follows
+			w.buf = append([]byte(eraseLine), w.buf...)
+			w.shown = false
+		}
+		w.midway = w.buf[len(w.buf)-1] != '\n'
+		if w.status != "" && !w.midway {
+			w.buf = append(w.buf, w.status...)
+			w.shown = true
+		}
 		if _, err := w.w.Write(w.buf); err != nil {
 			return 0, err
 		}
 	}
 	return len(p), nil
+}
+
+// eraseLine returns to the start of the line and clears it.
+const eraseLine = "\r\x1b[K"
+
+// statusWidth bounds a status line, so that it never wraps on a terminal
+// of the usual width (a wrapped line could not be erased).
+const statusWidth = 79
+
+// SetLive says whether w is a terminal, where SetStatus draws. A log or a
+// file never gets a status line.
+func (w *Writer) SetLive(live bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.live = live
+}
+
+// Live reports whether w draws status lines.
+func (w *Writer) Live() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.live
+}
+
+// SetStatus shows s on the status line: one line, cleaned, under what is
+// written through w and redrawn after it; "" removes it. Only a live
+// Writer draws it.
+func (w *Writer) SetStatus(s string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.live {
+		return nil
+	}
+	s = strings.Join(strings.Fields(Clean(s)), " ")
+	if utf8.RuneCountInString(s) > statusWidth {
+		s = string([]rune(s)[:statusWidth-1]) + "…"
+	}
+	w.status = s
+	if w.midway { // drawn when the line ends
+		return nil
+	}
+	out := s
+	if w.shown {
+		out = eraseLine + s
+	}
+	w.shown = s != ""
+	if out == "" {
+		return nil
+	}
+	_, err := io.WriteString(w.w, out)
+	return err
 }
 
 // maxSequence bounds how much of an unfinished escape sequence a Writer

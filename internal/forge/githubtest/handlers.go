@@ -224,15 +224,8 @@ func (s *Server) putContents(c *call, p string) {
 		return
 	}
 	p = strings.Trim(p, "/")
-	switch {
-	case req.Message == nil || *req.Message == "":
-		unprocessable(c.w, "Invalid request.\n\n\"message\" wasn't supplied.")
-		return
-	case req.Content == nil:
-		unprocessable(c.w, "Invalid request.\n\n\"content\" wasn't supplied.")
-		return
-	case p == "" || strings.Contains("/"+p+"/", "/../") || strings.Contains("/"+p+"/", "/./") || strings.Contains(p, "//") || strings.HasPrefix(p, ".git/"):
-		unprocessable(c.w, "path contains a malformed path component")
+	if msg := contentsRequestProblem(&req, p); msg != "" {
+		unprocessable(c.w, msg)
 		return
 	}
 	branch := s.defaultBranch
@@ -249,33 +242,11 @@ func (s *Server) putContents(c *call, p string) {
 		writeError(c.w, http.StatusInternalServerError, err.Error(), "")
 		return
 	}
-	for fp := range fs {
-		if strings.HasPrefix(fp, p+"/") {
-			unprocessable(c.w, fmt.Sprintf("%s is a directory", p))
-			return
-		}
-	}
-	old, exists := fs[p]
-	sha := ""
-	if req.SHA != nil {
-		sha = *req.SHA
-	}
-	switch {
-	case exists && sha == "":
-		unprocessable(c.w, "Invalid request.\n\n\"sha\" wasn't supplied.")
-		return
-	case exists && sha != old.Hash.String(), !exists && sha != "":
-		writeError(c.w, http.StatusConflict, fmt.Sprintf("%s does not match %s", p, sha), "https://docs.github.com/rest/repos/contents#create-or-update-file-contents")
+	_, exists := fs[p]
+	if !contentsPrecondition(c, fs, p, req.GetSHA()) {
 		return
 	}
-	who := signature(c.login, s.clock())
-	if a := req.Committer; a != nil && a.GetName() != "" {
-		who.Name, who.Email = a.GetName(), a.GetEmail()
-	}
-	author := who
-	if a := req.Author; a != nil && a.GetName() != "" {
-		author.Name, author.Email = a.GetName(), a.GetEmail()
-	}
+	author, who := fileSignatures(&req, signature(c.login, s.clock()))
 	commit, err := commitFiles(c.repo, tip, map[string][]byte{p: req.Content}, *req.Message, author, who)
 	if err == nil {
 		err = setBranch(c.repo, branch, commit, tip)
@@ -294,31 +265,86 @@ func (s *Server) putContents(c *call, p string) {
 		writeError(c.w, http.StatusInternalServerError, err.Error(), "")
 		return
 	}
-	commitAPI := func(h plumbing.Hash) string { return s.repoAPI() + "/git/commits/" + h.String() }
-	commitHTML := func(h plumbing.Hash) string { return s.repoHTML() + "/commit/" + h.String() }
-	person := func(sig object.Signature) jsonObj {
-		return jsonObj{"name": sig.Name, "email": sig.Email, "date": timeJSON(sig.When)}
-	}
 	out := jsonObj{
 		"content": s.contentJSON(p, "file", nfs[p].Hash, len(req.Content), branch),
-		"commit": jsonObj{
-			"sha":          commit.String(),
-			"node_id":      "C_fake" + commit.String()[:12],
-			"url":          commitAPI(commit),
-			"html_url":     commitHTML(commit),
-			"author":       person(author),
-			"committer":    person(who),
-			"tree":         jsonObj{"url": s.repoAPI() + "/git/trees/" + co.TreeHash.String(), "sha": co.TreeHash.String()},
-			"message":      co.Message,
-			"parents":      []jsonObj{{"url": commitAPI(tip), "html_url": commitHTML(tip), "sha": tip.String()}},
-			"verification": jsonObj{"verified": false, "reason": "unsigned", "signature": nil, "payload": nil, "verified_at": nil},
-		},
+		"commit":  s.fileCommitJSON(co, tip, author, who),
 	}
 	status := http.StatusOK
 	if !exists {
 		status = http.StatusCreated
 	}
 	writeJSON(c.w, status, out)
+}
+
+// fileSignatures are the author and committer of a file write: the
+// caller's unless the request names others.
+func fileSignatures(req *github.RepositoryContentFileOptions, caller object.Signature) (author, committer object.Signature) {
+	committer = caller
+	if a := req.Committer; a != nil && a.GetName() != "" {
+		committer.Name, committer.Email = a.GetName(), a.GetEmail()
+	}
+	author = committer
+	if a := req.Author; a != nil && a.GetName() != "" {
+		author.Name, author.Email = a.GetName(), a.GetEmail()
+	}
+	return author, committer
+}
+
+// contentsRequestProblem is GitHub's 422 message for a malformed
+// create-or-update-file request, or "".
+func contentsRequestProblem(req *github.RepositoryContentFileOptions, p string) string {
+	switch {
+	case req.Message == nil || *req.Message == "":
+		return "Invalid request.\n\n\"message\" wasn't supplied."
+	case req.Content == nil:
+		return "Invalid request.\n\n\"content\" wasn't supplied."
+	case p == "" || strings.Contains("/"+p+"/", "/../") || strings.Contains("/"+p+"/", "/./") || strings.Contains(p, "//") || strings.HasPrefix(p, ".git/"):
+		return "path contains a malformed path component"
+	}
+	return ""
+}
+
+// contentsPrecondition answers as GitHub does when p is a directory or sha
+// is not the blob being replaced; it reports whether the write may go on.
+func contentsPrecondition(c *call, fs files, p, sha string) bool {
+	for fp := range fs {
+		if strings.HasPrefix(fp, p+"/") {
+			unprocessable(c.w, fmt.Sprintf("%s is a directory", p))
+			return false
+		}
+	}
+	old, exists := fs[p]
+	switch {
+	case exists && sha == "":
+		unprocessable(c.w, "Invalid request.\n\n\"sha\" wasn't supplied.")
+		return false
+	case exists && sha != old.Hash.String(), !exists && sha != "":
+		writeError(c.w, http.StatusConflict, fmt.Sprintf("%s does not match %s", p, sha), "https://docs.github.com/rest/repos/contents#create-or-update-file-contents")
+		return false
+	}
+	return true
+}
+
+// fileCommitJSON is the "commit" of a create-or-update-file answer.
+func (s *Server) fileCommitJSON(co *object.Commit, parent plumbing.Hash, author, who object.Signature) jsonObj {
+	commit := co.Hash
+	commitAPI := func(h plumbing.Hash) string { return s.repoAPI() + "/git/commits/" + h.String() }
+	commitHTML := func(h plumbing.Hash) string { return s.repoHTML() + "/commit/" + h.String() }
+	person := func(sig object.Signature) jsonObj {
+		return jsonObj{"name": sig.Name, "email": sig.Email, "date": timeJSON(sig.When)}
+	}
+	return jsonObj{
+		"sha":          commit.String(),
+		"node_id":      "C_fake" + commit.String()[:12],
+		"url":          commitAPI(commit),
+		"html_url":     commitHTML(commit),
+		"author":       person(author),
+		"committer":    person(who),
+		"tree":         jsonObj{"url": s.repoAPI() + "/git/trees/" + co.TreeHash.String(), "sha": co.TreeHash.String()},
+		"message":      co.Message,
+		"parents":      []jsonObj{{"url": commitAPI(parent), "html_url": commitHTML(parent), "sha": parent.String()}},
+		"verification": jsonObj{"verified": false, "reason": "unsigned", "signature": nil, "payload": nil, "verified_at": nil},
+	}
 }
 
 // ---- pull requests ----
@@ -438,36 +464,11 @@ func (s *Server) editPull(c *call, is *issue) {
 	if !decode(c, &req) {
 		return
 	}
+	if e := pullEditProblem(c, is, &req); e != nil {
+		validationFailed(c.w, *e)
+		return
+	}
 	p := is.pull
-	switch {
-	case req.Title != nil && *req.Title == "":
-		validationFailed(c.w, github.Error{Resource: "PullRequest", Field: "title", Code: "missing_field"})
-		return
-	case req.Body != nil && utf8.RuneCountInString(*req.Body) > maxBody:
-		validationFailed(c.w, github.Error{Resource: "Issue", Field: "body", Code: "custom", Message: "body is too long (maximum is 65536 characters)"})
-		return
-	case req.State != nil && *req.State != "open" && *req.State != "closed":
-		validationFailed(c.w, github.Error{Resource: "PullRequest", Field: "state", Code: "invalid"})
-		return
-	case req.Base != nil && is.state == "closed":
-		validationFailed(c.w, github.Error{Resource: "PullRequest", Code: "custom", Message: "Cannot change base branch of closed pull request."})
-		return
-	case req.State != nil && *req.State == "open" && p.merged:
-		validationFailed(c.w, github.Error{Resource: "PullRequest", Code: "custom", Message: "state cannot be changed. The pull request has been merged."})
-		return
-	}
-	if req.Base != nil {
-		if tip, _ := branchTip(c.repo, *req.Base); tip.IsZero() {
-			validationFailed(c.w, github.Error{Resource: "PullRequest", Field: "base", Code: "invalid"})
-			return
-		}
-	}
-	if req.State != nil && *req.State == "open" && is.state == "closed" {
-		if tip, _ := branchTip(c.repo, p.head); tip.IsZero() {
-			validationFailed(c.w, github.Error{Resource: "PullRequest", Code: "custom", Message: "state cannot be changed. The " + p.head + " branch has been deleted."})
-			return
-		}
-	}
 	now := s.clock()
 	if req.Title != nil {
 		is.title = *req.Title
@@ -482,23 +483,65 @@ func (s *Server) editPull(c *call, is *issue) {
 		p.maintainerMod = *req.MaintainerCanModify
 	}
 	if req.State != nil && *req.State != is.state {
-		if *req.State == "closed" {
-			if tip, _ := branchTip(c.repo, p.head); !tip.IsZero() {
-				p.headSHA = tip.String()
-			}
-			p.stats = s.pullStats(c, p)
-			if tip, _ := branchTip(c.repo, p.base); !tip.IsZero() {
-				p.baseSHA = tip.String()
-			}
-			is.state, is.closedAt = "closed", now
-			s.addEvent(is, c.login, "closed", "", "")
-		} else {
-			is.state, is.closedAt, p.stats = "open", time.Time{}, nil
-			s.addEvent(is, c.login, "reopened", "", "")
-		}
+		s.setPullState(c, is, *req.State, now)
 	}
 	is.updatedAt = now
 	writeJSON(c.w, http.StatusOK, s.pullJSON(c, is, true))
+}
+
+// pullEditProblem is GitHub's validation error for an update it refuses.
+func pullEditProblem(c *call, is *issue, req *pullRequestUpdate) *github.Error {
+	p := is.pull
+	switch {
+	case req.Title != nil && *req.Title == "":
+		return &github.Error{Resource: "PullRequest", Field: "title", Code: "missing_field"}
+	case req.Body != nil && utf8.RuneCountInString(*req.Body) > maxBody:
+		return &github.Error{Resource: "Issue", Field: "body", Code: "custom", Message: "body is too long (maximum is 65536 characters)"}
+	case req.State != nil && *req.State != "open" && *req.State != "closed":
+		return &github.Error{Resource: "PullRequest", Field: "state", Code: "invalid"}
+	case req.Base != nil && is.state == "closed":
+		return &github.Error{Resource: "PullRequest", Code: "custom", Message: "Cannot change base branch of closed pull request."}
+	case req.State != nil && *req.State == "open" && p.merged:
+		return &github.Error{Resource: "PullRequest", Code: "custom", Message: "state cannot be changed. The pull request has been merged."}
+	}
+	return pullBranchProblem(c, is, req)
+}
+
+// pullBranchProblem refuses a base that does not exist, and reopening a
+// pull request whose head branch was deleted.
+func pullBranchProblem(c *call, is *issue, req *pullRequestUpdate) *github.Error {
+	p := is.pull
+	if req.Base != nil {
+		if tip, _ := branchTip(c.repo, *req.Base); tip.IsZero() {
+			return &github.Error{Resource: "PullRequest", Field: "base", Code: "invalid"}
+		}
+	}
+	if req.State != nil && *req.State == "open" && is.state == "closed" {
+		if tip, _ := branchTip(c.repo, p.head); tip.IsZero() {
+			return &github.Error{Resource: "PullRequest", Code: "custom", Message: "state cannot be changed. The " + p.head + " branch has been deleted."}
+		}
+	}
+	return nil
+}
+
+// setPullState closes (freezing the head, base and stats as GitHub does)
+// or reopens a pull request.
+func (s *Server) setPullState(c *call, is *issue, state string, now time.Time) {
+	p := is.pull
+	if state == "open" {
+		is.state, is.closedAt, p.stats = "open", time.Time{}, nil
+		s.addEvent(is, c.login, "reopened", "", "")
+		return
+	}
+	if tip, _ := branchTip(c.repo, p.head); !tip.IsZero() {
+		p.headSHA = tip.String()
+	}
+	p.stats = s.pullStats(c, p)
+	if tip, _ := branchTip(c.repo, p.base); !tip.IsZero() {
+		p.baseSHA = tip.String()
+	}
+	is.state, is.closedAt = "closed", now
+	s.addEvent(is, c.login, "closed", "", "")
 }
 
 // pullRequestMergeRequest mirrors go-github's unexported request struct.
@@ -510,6 +553,34 @@ type pullRequestMergeRequest struct {
 }
 
 // mergePull performs a real merge in the bare repository.
+// mergeCommit writes the merge (or squash) commit of a pull request, with
+// GitHub's default title and message.
+func (s *Server) mergeCommit(c *call, is *issue, req *pullRequestMergeRequest, baseTip, headTip plumbing.Hash, who object.Signature) (plumbing.Hash, error) {
+	tree, err := mergedTree(c.repo, baseTip, headTip)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	title, msg := req.CommitTitle, is.title
+	if req.CommitMessage != nil {
+		msg = *req.CommitMessage
+	}
+	parents := []plumbing.Hash{baseTip, headTip}
+	if title == "" {
+		title = fmt.Sprintf("Merge pull request #%d from %s/%s", is.number, s.owner, is.pull.head)
+	}
+	if req.MergeMethod == "squash" {
+		parents = parents[:1]
+		if req.CommitTitle == "" {
+			title = fmt.Sprintf("%s (#%d)", is.title, is.number)
+		}
+	}
+	full := title
+	if msg != "" {
+		full += "\n\n" + msg
+	}
+	return writeCommit(c.repo, tree, parents, full, who, who)
+}
+
 func (s *Server) mergePull(c *call, is *issue) {
 	var req pullRequestMergeRequest
 	if !decode(c, &req) {
@@ -535,38 +606,16 @@ func (s *Server) mergePull(c *call, is *issue) {
 	}
 	now := s.clock()
 	who := signature(c.login, now)
-	title := req.CommitTitle
-	msg := is.title
-	if req.CommitMessage != nil {
-		msg = *req.CommitMessage
-	}
 	var result plumbing.Hash
 	switch req.MergeMethod {
 	case "", "merge", "squash":
-		tree, err := mergedTree(c.repo, baseTip, headTip)
+		var err error
+		result, err = s.mergeCommit(c, is, &req, baseTip, headTip, who)
 		if errors.Is(err, errConflict) {
 			notMergeable("Pull Request is not mergeable")
 			return
 		}
 		if err != nil {
-			writeError(c.w, http.StatusInternalServerError, err.Error(), "")
-			return
-		}
-		parents := []plumbing.Hash{baseTip, headTip}
-		if title == "" {
-			title = fmt.Sprintf("Merge pull request #%d from %s/%s", is.number, s.owner, p.head)
-		}
-		if req.MergeMethod == "squash" {
-			parents = parents[:1]
-			if req.CommitTitle == "" {
-				title = fmt.Sprintf("%s (#%d)", is.title, is.number)
-			}
-		}
-		full := title
-		if msg != "" {
-			full += "\n\n" + msg
-		}
-		if result, err = writeCommit(c.repo, tree, parents, full, who, who); err != nil {
 			writeError(c.w, http.StatusInternalServerError, err.Error(), "")
 			return
 		}
@@ -650,11 +699,26 @@ func (s *Server) addLabels(c *call, is *issue) {
 }
 
 func (s *Server) listComments(c *call, is *issue) {
-	list := []jsonObj{}
+	var since time.Time
+	if v := c.r.URL.Query().Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			validationFailed(c.w, github.Error{Resource: "IssueComment", Field: "since", Code: "invalid"})
+			return
+		}
+		since = t
+	}
+	var matching []*comment
 	for _, cm := range is.comments {
+		if !cm.at.Before(since) { // updated at or after since; comments here are never edited
+			matching = append(matching, cm)
+		}
+	}
+	list := []jsonObj{}
+	for _, cm := range paginate(s, c, matching) {
 		list = append(list, s.commentJSON(is, cm))
 	}
-	writeJSON(c.w, http.StatusOK, paginate(s, c, list))
+	writeJSON(c.w, http.StatusOK, list)
 }
 
 func (s *Server) createComment(c *call, is *issue) {

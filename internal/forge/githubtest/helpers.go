@@ -2,8 +2,10 @@ package githubtest
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/google/go-github/v60/github"
@@ -130,4 +132,20 @@ func (s *Server) BranchSHA(t testing.TB, branch string) string {
 		return ""
 	}
 	return h.String()
+}
+
+// AddComments adds n comments by login to issue number at once, the i-th
+// made at at(i) (times in order), as a long-lived tracking issue would have
+// them; much faster than n Comment calls.
+func (s *Server) AddComments(t testing.TB, number int, login string, n int, at func(i int) time.Time) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	is := s.issues[number]
+	if is == nil {
+		t.Fatalf("githubtest: no issue #%d", number)
+	}
+	for i := range n {
+		is.comments = append(is.comments, &comment{id: s.newID(), body: fmt.Sprintf("comment %d", i), user: login, at: at(i).UTC().Truncate(time.Second)})
+	}
 }

@@ -322,6 +322,11 @@ func (w *wireLog) exchanges() []exchange {
 	return append([]exchange(nil), w.log...)
 }
 
+// findings collects what an exchange does wrong.
+type findings []string
+
+func (f *findings) add(format string, args ...any) { *f = append(*f, fmt.Sprintf(format, args...)) }
+
 // check returns what in ex disagrees with the description: the request's
 // parameters and body, the status, the body and headers of the answer.
 func (s *apiSpec) check(ex exchange) (op string, problems []string) {
@@ -334,11 +339,18 @@ func (s *apiSpec) check(ex exchange) (op string, problems []string) {
 	if s.lookup(ptr) == nil {
 		return op, []string{"the description has no such operation (regenerate testdata/openapi.json)"}
 	}
-	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	var f findings
+	s.checkParams(ptr, ex, pathParams, &f)
+	s.checkRequestBody(ptr, ex, &f)
+	s.checkResponse(ptr, ex, &f)
+	return op, f
+}
 
+// checkParams checks the path and query parameters against the operation's.
+func (s *apiSpec) checkParams(ptr string, ex exchange, pathParams map[string]string, f *findings) {
 	query, err := url.ParseQuery(ex.query)
 	if err != nil {
-		add("query %q: %v", ex.query, err)
+		f.add("query %q: %v", ex.query, err)
 	}
 	documented := map[string]bool{}
 	params, _ := s.lookup(ptr)["parameters"].([]any)
@@ -353,69 +365,78 @@ func (s *apiSpec) check(ex exchange) (op string, problems []string) {
 			documented[name] = true
 			values = query[name]
 			if len(values) == 0 && p["required"] == true {
-				add("query parameter %s is required", name)
+				f.add("query parameter %s is required", name)
 			}
 		}
 		for _, v := range values {
 			if err := s.checkParam(pp+"/schema", v); err != nil {
-				add("%s parameter %s=%q: %v", in, name, v, err)
+				f.add("%s parameter %s=%q: %v", in, name, v, err)
 			}
 		}
 	}
 	for name := range query {
 		if !documented[name] {
-			add("query parameter %s is not documented", name)
+			f.add("query parameter %s is not documented", name)
 		}
 	}
+}
 
+func (s *apiSpec) checkRequestBody(ptr string, ex exchange, f *findings) {
 	rb, rbPtr := s.deref(ptr + "/requestBody")
 	switch {
 	case rb == nil && len(ex.reqBody) > 0:
-		add("the operation takes no request body, got %.200q", ex.reqBody)
+		f.add("the operation takes no request body, got %.200q", ex.reqBody)
 	case rb != nil && len(ex.reqBody) == 0:
 		if rb["required"] == true {
-			add("the request body is required")
+			f.add("the request body is required")
 		}
 	case rb != nil:
 		err := s.validate(rbPtr+"/content/application~1json/schema", ex.reqBody)
 		switch {
 		case err != nil && !ex.invalid:
-			add("request body: %v", err)
+			f.add("request body: %v", err)
 		case err == nil && ex.invalid:
-			add("the description accepts the request body sent as invalid: %.200q", ex.reqBody)
+			f.add("the description accepts the request body sent as invalid: %.200q", ex.reqBody)
 		}
 	}
+}
 
+// checkResponse checks the status, the body and the headers of the answer.
+func (s *apiSpec) checkResponse(ptr string, ex exchange, f *findings) {
 	resp, respPtr := s.deref(ptr + "/responses/" + strconv.Itoa(ex.status))
 	if resp == nil {
 		if !anyOperation[ex.status] {
-			add("status %d is not documented for the operation", ex.status)
+			f.add("status %d is not documented for the operation", ex.status)
 		}
 		if err := s.checkErrorBody(ex); err != nil {
-			add("%v", err)
+			f.add("%v", err)
 		}
-		return op, problems
+		return
 	}
 	content, _ := resp["content"].(map[string]any)
 	switch {
 	case content["application/json"] != nil:
 		if mt, _, _ := mime.ParseMediaType(ex.header.Get("Content-Type")); mt != "application/json" {
-			add("Content-Type %q, want application/json", ex.header.Get("Content-Type"))
+			f.add("Content-Type %q, want application/json", ex.header.Get("Content-Type"))
 		}
 		if err := s.validate(respPtr+"/content/application~1json/schema", ex.body); err != nil {
-			add("response body: %v", err)
+			f.add("response body: %v", err)
 		}
 	case ex.status == http.StatusNoContent || ex.status == http.StatusNotModified:
 		if len(ex.body) > 0 {
-			add("status %d with a body: %.200q", ex.status, ex.body)
+			f.add("status %d with a body: %.200q", ex.status, ex.body)
 		}
 	default:
 		// An error answer the description gives no body for: GitHub
 		// still sends its error document.
 		if err := s.checkErrorBody(ex); err != nil {
-			add("%v", err)
+			f.add("%v", err)
 		}
 	}
+	s.checkHeaders(resp, respPtr, ex, f)
+}
+
+func (s *apiSpec) checkHeaders(resp map[string]any, respPtr string, ex exchange, f *findings) {
 	headers, _ := resp["headers"].(map[string]any)
 	for name := range headers {
 		h, hp := s.deref(respPtr + "/headers/" + escapePtr(name))
@@ -424,17 +445,16 @@ func (s *apiSpec) check(ex exchange) (op string, problems []string) {
 		case v == "" && name == "Link":
 			// Sent only when there is more than one page.
 		case v == "":
-			add("header %s is missing", name)
+			f.add("header %s is missing", name)
 		case h["schema"] != nil:
 			if err := s.checkParam(hp+"/schema", v); err != nil {
-				add("header %s=%q: %v", name, v, err)
+				f.add("header %s=%q: %v", name, v, err)
 			}
 		}
 	}
 	if ex.header.Get("Link") != "" && headers["Link"] == nil {
-		add("a Link header, which the operation does not document")
+		f.add("a Link header, which the operation does not document")
 	}
-	return op, problems
 }
 
 func (s *apiSpec) checkErrorBody(ex exchange) error {

@@ -102,55 +102,11 @@ func TestPullRequestRealMerge(t *testing.T) {
 	srv := githubtest.New(t, githubtest.Config{Repository: "o/r"})
 	srv.AddUser("human-token", "alice")
 	bot := srv.Client(srv.BotToken)
-	main := srv.BranchSHA(t, "main")
-	if _, _, err := bot.Git.CreateRef(ctx, "o", "r", &github.Reference{Ref: github.String("refs/heads/feature/x"), Object: &github.GitObject{SHA: github.String(main)}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := bot.Git.CreateRef(ctx, "o", "r", &github.Reference{Ref: github.String("refs/heads/feature/x"), Object: &github.GitObject{SHA: github.String(main)}}); status(err) != http.StatusUnprocessableEntity {
-		t.Fatalf("duplicate ref: %v", err)
-	}
-	// No commits yet: GitHub refuses the PR.
-	newPR := &github.NewPullRequest{Title: github.String("T"), Head: github.String("o:feature/x"), Base: github.String("main"), Body: github.String("B")}
-	if _, _, err := bot.PullRequests.Create(ctx, "o", "r", newPR); status(err) != http.StatusUnprocessableEntity {
-		t.Fatalf("PR without commits: %v", err)
-	}
-	head := srv.CommitFiles(t, "feature/x", map[string][]byte{"f.txt": []byte("x")}, "add f")
-	// main moves on meanwhile, so the merge is a true merge.
-	base := srv.CommitFiles(t, "main", map[string][]byte{"g.txt": []byte("g")}, "add g")
-	pr, _, err := bot.PullRequests.Create(ctx, "o", "r", newPR)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pr.GetNumber() != 1 || pr.GetHead().GetSHA() != head || !pr.GetMergeable() {
-		t.Fatalf("pr = %+v", pr)
-	}
-	if _, _, err := bot.PullRequests.Create(ctx, "o", "r", newPR); status(err) != http.StatusUnprocessableEntity ||
-		!strings.Contains(err.Error(), "A pull request already exists for o:feature/x") {
-		t.Fatalf("duplicate PR: %v", err)
-	}
+	head, base := openFeaturePR(t, srv, bot)
 
 	mergeSHA := srv.Merge(t, 1, "human-token")
 
-	repo, err := git.PlainOpen(srv.RepoDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := repo.Reference(plumbing.NewBranchReferenceName("main"), true)
-	if err != nil || ref.Hash().String() != mergeSHA {
-		t.Fatalf("main = %v, want merge %s (%v)", ref, mergeSHA, err)
-	}
-	mc, err := repo.CommitObject(ref.Hash())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(mc.ParentHashes) != 2 || mc.ParentHashes[0].String() != base || mc.ParentHashes[1].String() != head {
-		t.Fatalf("merge parents = %v, want [%s %s]", mc.ParentHashes, base, head)
-	}
-	for _, p := range []string{"f.txt", "g.txt", "README.md"} {
-		if _, ok := srv.ReadFile(t, "main", p); !ok {
-			t.Errorf("%s missing on main after merge", p)
-		}
-	}
+	checkMergeCommit(t, srv, mergeSHA, base, head)
 	got, _, err := bot.PullRequests.Get(ctx, "o", "r", 1)
 	if err != nil || !got.GetMerged() || got.GetMergedBy().GetLogin() != "alice" || got.GetState() != "closed" || got.GetMergeCommitSHA() != mergeSHA {
 		t.Fatalf("after merge: %+v %v", got, err)
@@ -325,4 +281,64 @@ func TestCloneAndPushWithGit(t *testing.T) {
 		t.Fatalf("api.txt after pull = %q, %v (commit %s)", data, err, res.GetSHA())
 	}
 	gitFsck(t, srv.RepoDir())
+}
+
+// checkMergeCommit: main is a true merge of base and head holding both
+// sides' files.
+func checkMergeCommit(t *testing.T, srv *githubtest.Server, mergeSHA, base, head string) {
+	t.Helper()
+	repo, err := git.PlainOpen(srv.RepoDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := repo.Reference(plumbing.NewBranchReferenceName("main"), true)
+	if err != nil || ref.Hash().String() != mergeSHA {
+		t.Fatalf("main = %v, want merge %s (%v)", ref, mergeSHA, err)
+	}
+	mc, err := repo.CommitObject(ref.Hash())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mc.ParentHashes) != 2 || mc.ParentHashes[0].String() != base || mc.ParentHashes[1].String() != head {
+		t.Fatalf("merge parents = %v, want [%s %s]", mc.ParentHashes, base, head)
+	}
+	for _, p := range []string{"f.txt", "g.txt", "README.md"} {
+		if _, ok := srv.ReadFile(t, "main", p); !ok {
+			t.Errorf("%s missing on main after merge", p)
+		}
+	}
+}
+
+// openFeaturePR opens pull request 1 from feature/x while main moves on,
+// checking GitHub's refusals on the way (a duplicate ref, a pull request
+// without commits, a duplicate pull request).
+func openFeaturePR(t *testing.T, srv *githubtest.Server, bot *github.Client) (head, base string) {
+	t.Helper()
+	main := srv.BranchSHA(t, "main")
+	if _, _, err := bot.Git.CreateRef(ctx, "o", "r", &github.Reference{Ref: github.String("refs/heads/feature/x"), Object: &github.GitObject{SHA: github.String(main)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := bot.Git.CreateRef(ctx, "o", "r", &github.Reference{Ref: github.String("refs/heads/feature/x"), Object: &github.GitObject{SHA: github.String(main)}}); status(err) != http.StatusUnprocessableEntity {
+		t.Fatalf("duplicate ref: %v", err)
+	}
+	// No commits yet: GitHub refuses the PR.
+	newPR := &github.NewPullRequest{Title: github.String("T"), Head: github.String("o:feature/x"), Base: github.String("main"), Body: github.String("B")}
+	if _, _, err := bot.PullRequests.Create(ctx, "o", "r", newPR); status(err) != http.StatusUnprocessableEntity {
+		t.Fatalf("PR without commits: %v", err)
+	}
+	head = srv.CommitFiles(t, "feature/x", map[string][]byte{"f.txt": []byte("x")}, "add f")
+	// main moves on meanwhile, so the merge is a true merge.
+	base = srv.CommitFiles(t, "main", map[string][]byte{"g.txt": []byte("g")}, "add g")
+	pr, _, err := bot.PullRequests.Create(ctx, "o", "r", newPR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.GetNumber() != 1 || pr.GetHead().GetSHA() != head || !pr.GetMergeable() {
+		t.Fatalf("pr = %+v", pr)
+	}
+	if _, _, err := bot.PullRequests.Create(ctx, "o", "r", newPR); status(err) != http.StatusUnprocessableEntity ||
+		!strings.Contains(err.Error(), "A pull request already exists for o:feature/x") {
+		t.Fatalf("duplicate PR: %v", err)
+	}
+	return head, base
 }
