@@ -352,6 +352,46 @@ func TestNonFastForward(t *testing.T) {
 	}
 }
 
+// otherCheckoutContinues: another (shallow) checkout of main picks the
+// state branch up, materializes it under var/ and continues it.
+func otherCheckoutContinues(t *testing.T, remote string, state func(*Options)) {
+	t.Helper()
+	ctx := context.Background()
+	other := cloneCLI(t, fileURL(remote), true)
+	ro := open(t, other, state)
+	writeFile(t, other, "var/stale-local-file", "x\n")
+	if err := ro.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Materialize("var/"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, other, ledger); got != "s1\n" {
+		t.Fatalf("materialized ledger = %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(other, "var/stale-local-file")); !os.IsNotExist(err) {
+		t.Fatal("Materialize kept a file the branch does not have")
+	}
+	if _, err := os.Stat(filepath.Join(other, "README.md")); err != nil {
+		t.Fatal("Materialize touched files outside var/")
+	}
+	appendFile(t, other, ledger, "s2\n")
+	h2, _, err := ro.Commit("state 2", ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Push(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitCmd(t, remote, "rev-parse", "astra-state"); got != h2 {
+		t.Fatalf("remote astra-state = %s, want %s", got, h2)
+	}
+	if gitCmd(t, other, "status", "--porcelain", "--untracked-files=no") != "" {
+		t.Fatal("state-branch run changed tracked files on main")
+	}
+	assertRemoteOK(t, remote, "astra-state")
+}
+
 // TestStateBranch: main is checked out, astra writes to astra-state.
 func TestStateBranch(t *testing.T) {
 	remote := newRemote(t)
@@ -389,40 +429,7 @@ func TestStateBranch(t *testing.T) {
 		t.Fatal("pushing the state branch changed remote main")
 	}
 
-	// Another (shallow) checkout of main picks the state up.
-	other := cloneCLI(t, fileURL(remote), true)
-	ro := open(t, other, state)
-	writeFile(t, other, "var/stale-local-file", "x\n")
-	if err := ro.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := ro.Materialize("var/"); err != nil {
-		t.Fatal(err)
-	}
-	if got := readFile(t, other, ledger); got != "s1\n" {
-		t.Fatalf("materialized ledger = %q", got)
-	}
-	if _, err := os.Stat(filepath.Join(other, "var/stale-local-file")); !os.IsNotExist(err) {
-		t.Fatal("Materialize kept a file the branch does not have")
-	}
-	if _, err := os.Stat(filepath.Join(other, "README.md")); err != nil {
-		t.Fatal("Materialize touched files outside var/")
-	}
-	appendFile(t, other, ledger, "s2\n")
-	h2, _, err := ro.Commit("state 2", ledger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ro.Push(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := gitCmd(t, remote, "rev-parse", "astra-state"); got != h2 {
-		t.Fatalf("remote astra-state = %s, want %s", got, h2)
-	}
-	if gitCmd(t, other, "status", "--porcelain", "--untracked-files=no") != "" {
-		t.Fatal("state-branch run changed tracked files on main")
-	}
-	assertRemoteOK(t, remote, "astra-state")
+	otherCheckoutContinues(t, remote, state)
 
 	// The first checkout is now behind: its push is rejected; Sync +
 	// Materialize bring it up to date.
