@@ -268,87 +268,94 @@ func TestCommitExecutableAndSymlink(t *testing.T) {
 func TestNonFastForward(t *testing.T) {
 	for _, shallow := range []bool{false, true} {
 		name := map[bool]string{false: "full", true: "shallow"}[shallow]
-		t.Run(name, func(t *testing.T) {
-			remote := newRemote(t)
-			ctx := context.Background()
-			a, b := cloneCLI(t, fileURL(remote), shallow), cloneCLI(t, fileURL(remote), shallow)
-			ra, rb := open(t, a), open(t, b)
+		t.Run(name, func(t *testing.T) { nonFastForward(t, shallow) })
+	}
+}
 
-			writeFile(t, a, ledger, "a1\n")
-			writeFile(t, a, "var/a-only", "a\n")
-			if _, _, err := ra.Commit("a", ledger, "var/a-only"); err != nil {
-				t.Fatal(err)
-			}
-			writeFile(t, b, ledger, "b1\n")
-			if _, _, err := rb.Commit("b", ledger); err != nil {
-				t.Fatal(err)
-			}
-			if err := ra.Push(ctx); err != nil {
-				t.Fatal(err)
-			}
-			err := rb.Push(ctx)
-			if !errors.Is(err, ErrRejected) {
-				t.Fatalf("second push = %v, want ErrRejected", err)
-			}
-			if !strings.Contains(err.Error(), "origin") {
-				t.Errorf("rejection %q does not name the remote", err)
-			}
+func nonFastForward(t *testing.T, shallow bool) {
+	remote := newRemote(t)
+	ctx := context.Background()
+	a, b := cloneCLI(t, fileURL(remote), shallow), cloneCLI(t, fileURL(remote), shallow)
+	ra, rb := open(t, a), open(t, b)
 
-			if err := rb.Sync(ctx); err != nil {
-				t.Fatal(err)
-			}
-			// b's worktree now shows a's state, and is clean.
-			if got := readFile(t, b, ledger); got != "a1\n" {
-				t.Fatalf("after Sync ledger = %q, want a's", got)
-			}
-			if got := readFile(t, b, "var/a-only"); got != "a\n" {
-				t.Fatalf("after Sync var/a-only = %q", got)
-			}
-			assertClean(t, b)
-			// Re-apply b's event on top and push.
-			appendFile(t, b, ledger, "b1\n")
-			hb, _, err := rb.Commit("b again", ledger)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := rb.Push(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if got := gitCmd(t, remote, "rev-parse", "main"); got != hb {
-				t.Fatalf("remote main = %s, want %s", got, hb)
-			}
-			if got := gitCmd(t, remote, "show", "main:"+ledger); got != "a1\nb1" {
-				t.Fatalf("remote ledger = %q", got)
-			}
-			assertRemoteOK(t, remote, "main")
-			if n := gitCmd(t, remote, "rev-list", "--count", "main"); n != "4" {
-				t.Fatalf("remote has %s commits, want 4 (2 seed + a + b)", n)
-			}
+	writeFile(t, a, ledger, "a1\n")
+	writeFile(t, a, "var/a-only", "a\n")
+	if _, _, err := ra.Commit("a", ledger, "var/a-only"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, b, ledger, "b1\n")
+	if _, _, err := rb.Commit("b", ledger); err != nil {
+		t.Fatal(err)
+	}
+	if err := ra.Push(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := rb.Push(ctx)
+	if !errors.Is(err, ErrRejected) {
+		t.Fatalf("second push = %v, want ErrRejected", err)
+	}
+	if !strings.Contains(err.Error(), "origin") {
+		t.Errorf("rejection %q does not name the remote", err)
+	}
 
-			// Sync refuses to overwrite uncommitted local edits to files the
-			// remote changed, and keeps edits to files it did not change.
-			writeFile(t, a, ledger, "edited locally\n")
-			writeFile(t, a, "var/a-only", "edited locally\n")
-			if err := ra.Sync(ctx); !errors.Is(err, ErrLocalChanges) || !strings.Contains(err.Error(), ledger) {
-				t.Fatalf("Sync over a local edit = %v, want ErrLocalChanges naming %s", err, ledger)
-			}
-			if got := readFile(t, a, ledger); got != "edited locally\n" {
-				t.Fatal("Sync touched a locally edited file")
-			}
-			writeFile(t, a, ledger, "a1\n")
-			if err := ra.Sync(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if got := readFile(t, a, ledger); got != "a1\nb1\n" {
-				t.Fatalf("after Sync ledger = %q", got)
-			}
-			if got := readFile(t, a, "var/a-only"); got != "edited locally\n" {
-				t.Fatal("Sync reverted an edit to a file the remote did not change")
-			}
-			if out := gitCmd(t, a, "status", "--porcelain"); out != "M var/a-only" {
-				t.Fatalf("git status = %q, want only the local edit", out)
-			}
-		})
+	if err := rb.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// b's worktree now shows a's state, and is clean.
+	if got := readFile(t, b, ledger); got != "a1\n" {
+		t.Fatalf("after Sync ledger = %q, want a's", got)
+	}
+	if got := readFile(t, b, "var/a-only"); got != "a\n" {
+		t.Fatalf("after Sync var/a-only = %q", got)
+	}
+	assertClean(t, b)
+	// Re-apply b's event on top and push.
+	appendFile(t, b, ledger, "b1\n")
+	hb, _, err := rb.Commit("b again", ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rb.Push(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitCmd(t, remote, "rev-parse", "main"); got != hb {
+		t.Fatalf("remote main = %s, want %s", got, hb)
+	}
+	if got := gitCmd(t, remote, "show", "main:"+ledger); got != "a1\nb1" {
+		t.Fatalf("remote ledger = %q", got)
+	}
+	assertRemoteOK(t, remote, "main")
+	if n := gitCmd(t, remote, "rev-list", "--count", "main"); n != "4" {
+		t.Fatalf("remote has %s commits, want 4 (2 seed + a + b)", n)
+	}
+	syncKeepsLocalEdits(t, ra, a)
+}
+
+// syncKeepsLocalEdits: Sync refuses to overwrite uncommitted local edits
+// to files the remote changed, and keeps edits to files it did not change.
+func syncKeepsLocalEdits(t *testing.T, ra *Repo, a string) {
+	t.Helper()
+	ctx := context.Background()
+	writeFile(t, a, ledger, "edited locally\n")
+	writeFile(t, a, "var/a-only", "edited locally\n")
+	if err := ra.Sync(ctx); !errors.Is(err, ErrLocalChanges) || !strings.Contains(err.Error(), ledger) {
+		t.Fatalf("Sync over a local edit = %v, want ErrLocalChanges naming %s", err, ledger)
+	}
+	if got := readFile(t, a, ledger); got != "edited locally\n" {
+		t.Fatal("Sync touched a locally edited file")
+	}
+	writeFile(t, a, ledger, "a1\n")
+	if err := ra.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, a, ledger); got != "a1\nb1\n" {
+		t.Fatalf("after Sync ledger = %q", got)
+	}
+	if got := readFile(t, a, "var/a-only"); got != "edited locally\n" {
+		t.Fatal("Sync reverted an edit to a file the remote did not change")
+	}
+	if out := gitCmd(t, a, "status", "--porcelain"); out != "M var/a-only" {
+		t.Fatalf("git status = %q, want only the local edit", out)
 	}
 }
 
