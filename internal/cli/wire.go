@@ -13,6 +13,7 @@ import (
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/forge"
 	"github.com/astra-gitops/astra/internal/gitops"
+	"github.com/astra-gitops/astra/internal/ledgerkey"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/redact"
@@ -44,7 +45,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 // redactor hides the secrets of this invocation's environment: values of
 // secret-looking names, the GitHub token and the approval secret.
 func (a *app) redactor() *redact.Redactor {
-	return redact.FromEnv(a.environ).With(a.getenv("GITHUB_TOKEN"), a.getenv("ASTRA_APPROVAL_SECRET"))
+	return redact.FromEnv(a.environ).With(a.getenv("GITHUB_TOKEN"), a.getenv("ASTRA_APPROVAL_SECRET"), a.getenv(ledgerkey.EnvKey))
 }
 
 // runnerID names this runner in claims: the GitHub Actions run, or host and pid.
@@ -78,6 +79,9 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 	a.cfg = cfg
 	if !f.dryRun {
 		if err := a.recording(); err != nil {
+			return nil, err
+		}
+		if err := a.requireSigner(); err != nil {
 			return nil, err
 		}
 	}
