@@ -3,6 +3,7 @@ package cli
 import (
 	"github.com/astra-gitops/astra/internal/config"
 	"github.com/astra-gitops/astra/internal/errkind"
+	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/ledgerkey"
 	"github.com/astra-gitops/astra/internal/posture"
@@ -51,6 +52,16 @@ func (a *app) ledgerSeals() *ledger.Seals {
 		return nil
 	}
 	return k.Ledger()
+}
+
+// commitSealing seals astra's commits and checks the seals of the
+// commits it reads; nil when the ledger is not sealed.
+func (a *app) commitSealing() *gitops.Sealing {
+	k, err := a.ledgerKeys()
+	if err != nil {
+		return nil
+	}
+	return k.Commits()
 }
 
 // postureKey is what doctor and the tier-2 gate know of the ledger key,

@@ -72,7 +72,7 @@ func (a *app) runLedgerMigrate(ctx context.Context, o ledgerMigrateOptions) erro
 			return err
 		}
 	}
-	m, err := ledgerops.Migrate(ctx, repo, ledgerops.MigrateOptions{From: o.from, To: o.to, Clock: clock,
+	m, err := ledgerops.Migrate(ctx, repo, ledgerops.MigrateOptions{From: o.from, To: o.to, Clock: clock, Seals: a.ledgerSeals(),
 		SegmentSize: a.v.GetInt64("ledger.segment_size"), RunnerID: a.runnerID()})
 	if err != nil {
 		return err

@@ -97,7 +97,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 		Root: a.repo(), Clock: a.now, TestClock: a.testClock, DryRun: f.dryRun, Limit: limit, Filter: filter, Repair: f.repair,
 		NoPush: f.noPush || !a.v.GetBool("git.push"), RunnerID: a.runnerID(), SegmentSize: a.v.GetInt64("ledger.segment_size"),
 		OutputTail: a.v.GetInt("ledger.output_tail"), Secret: []byte(a.getenv("ASTRA_APPROVAL_SECRET")), Getenv: a.getenv,
-		Redact: red, MaxParallel: f.maxParallel, CI: a.inGitHubActions(), Tracer: a.tracer, TraceParent: a.getenv("TRACEPARENT"),
+		Redact: red, MaxParallel: f.maxParallel, Seals: a.ledgerSeals(), CI: a.inGitHubActions(), Tracer: a.tracer, TraceParent: a.getenv("TRACEPARENT"),
 	}
 	if opts.MaxParallel == 0 {
 		opts.MaxParallel = a.v.GetInt("run.max_parallel")
@@ -144,7 +144,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 func (a *app) gitOptions(branch string) gitops.Options {
 	return gitops.Options{Dir: a.repo(), Remote: a.v.GetString("git.remote"), Branch: branch,
 		AuthorName: a.v.GetString("git.author_name"), AuthorEmail: a.v.GetString("git.author_email"), Token: a.getenv("GITHUB_TOKEN"),
-		Started: a.started}
+		Started: a.started, Sealing: a.commitSealing()}
 }
 
 // completeSchedules completes schedule names and ids for commands taking one.

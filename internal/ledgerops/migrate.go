@@ -34,6 +34,7 @@ type MigrateOptions struct {
 	Clock       Clock
 	SegmentSize int64
 	RunnerID    string
+	Seals       *ledger.Seals // a sealed ledger's (nil: not sealed)
 }
 
 // What becomes of the branch the ledger leaves (Migration.Left).
@@ -289,7 +290,7 @@ func (t *ledgerTree) load(branch, commit string, o MigrateOptions) error {
 			return errkind.Infraf("%w", err)
 		}
 	}
-	t.store = ledger.Open(t.root, o.SegmentSize)
+	t.store = ledger.Open(t.root, o.SegmentSize).Sealed(o.Seals)
 	main := t.store
 	for _, s := range []*ledger.Store{main, ledger.OpenApprovalLog(t.root), ledger.OpenDir(t.root, state.MemoryDir, 0)} {
 		segs, err := s.Segments()

@@ -50,9 +50,11 @@ func (v Verification) Damaged() bool { return slices.ContainsFunc(v, Check.Damag
 // with what to do, not an error. When both logs are intact it checks that
 // the state snapshot, which runs start from, equals a replay of the
 // ledger. git may be nil (no repository): then there are no anchors. The
-// error is a log that could not be read at all.
-func Verify(root string, segmentSize int64, git History) (Verification, error) {
-	main := ledger.Open(root, segmentSize)
+// error is a log that could not be read at all. With seals (a sealed
+// ledger's; nil: not sealed) every member from the first sealed one on
+// must carry a valid seal.
+func Verify(root string, segmentSize int64, git History, seals *ledger.Seals) (Verification, error) {
+	main := ledger.Open(root, segmentSize).Sealed(seals)
 	anchors := recentAnchors(git)
 	var v Verification
 	for _, s := range []*ledger.Store{main, ledger.OpenApprovalLog(root)} {
@@ -60,7 +62,7 @@ func Verify(root string, segmentSize int64, git History) (Verification, error) {
 		if err != nil {
 			return nil, errkind.Ledger(err, "")
 		}
-		st, err := ledger.Verify(root, segs)
+		st, err := ledger.Verify(root, segs, seals)
 		if err == nil {
 			err = s.VerifyAnchors(segs, anchors)
 		}

@@ -201,7 +201,7 @@ func (s *session) checkLoose() {
 // top, leaving out alerts and schedule changes the other runner recorded
 // already.
 func (s *session) reapply(pending []*ledger.Event) error {
-	store := ledger.Open(s.r.opts.Root, s.r.opts.SegmentSize)
+	store := s.r.store()
 	st, tail, err := state.Replay(store, s.now)
 	if err != nil {
 		return errkind.Infraf("replaying the remote ledger: %w", err)

@@ -92,6 +92,9 @@ type Options struct {
 	// any gives ("" for none).
 	TrustedTime []TimeSource
 	Untimed     string
+	// Seals are a sealed ledger's (package ledgerkey; nil: not sealed):
+	// every store the run opens reads and appends with them (seals.go).
+	Seals *ledger.Seals
 }
 
 // Runner runs schedules under the configuration.
@@ -170,7 +173,7 @@ type session struct {
 // when asked to.
 func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	now := r.opts.Clock().UTC()
-	store := ledger.Open(r.opts.Root, r.opts.SegmentSize)
+	store := r.store()
 	s := &session{r: r, now: now, report: &Report{Command: command, Now: now, DryRun: r.opts.DryRun}}
 	if r.git == nil && !r.opts.DryRun {
 		s.report.Warnings = append(s.report.Warnings, "without git (--no-git, or not a git repository): the ledger in var/ was written, but nothing is committed or pushed")
@@ -186,7 +189,7 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	}
 	var ce *ledger.CorruptError
 	if errors.As(err, &ce) && r.opts.Repair && !r.opts.DryRun {
-		if s.report.Repaired, err = ledgerops.Repair(r.opts.Root, r.opts.SegmentSize, r.clock(), r.git); err != nil {
+		if s.report.Repaired, err = ledgerops.Repair(r.opts.Root, r.opts.SegmentSize, r.clock(), r.git, r.opts.Seals); err != nil {
 			return nil, err
 		}
 		st, tail, err = state.Replay(store, now)
