@@ -142,6 +142,7 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.memoryCmd(),
 		a.initCmd(),
 		a.doctorCmd(),
+		a.trustCmd(),
 	)
 	return root
 }

@@ -18,11 +18,12 @@ const (
 	VerbRollback        = "rollback"
 	VerbInitForce       = "init_force"
 	VerbCorrectClock    = "correct_clock"
+	VerbTrustResume     = "trust_resume" // tier 2 again after a tampered ledger was restored
 )
 
 // Verbs lists every verb, in the order the documentation gives them.
 var Verbs = []string{VerbApprove, VerbReject, VerbResume, VerbDeadLetterRetry, VerbMemoryPurge,
-	VerbRun, VerbTrigger, VerbRollback, VerbInitForce, VerbCorrectClock}
+	VerbRun, VerbTrigger, VerbRollback, VerbInitForce, VerbCorrectClock, VerbTrustResume}
 
 // Issuer is an OIDC issuer whose JWTs may call astra (astra trigger --jwt).
 type Issuer struct {

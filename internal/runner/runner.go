@@ -164,6 +164,7 @@ type session struct {
 	fan     *fanOut           // astra plan: claims go to a job matrix, nothing runs here (fanout.go)
 	newest  time.Time         // ts of the ledger's newest event when replayed
 	label   string            // the commit message's first line, when not the usual
+	seals   sealWork          // tampering found before the journal opened (seals.go)
 	// riskAccepted: trust.risk_accepted is recorded; postureOutage: the
 	// posture check's outage is reported (posture.go).
 	riskAccepted, postureOutage bool
@@ -181,7 +182,11 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	if err := s.checkClock(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.checkSeals(ctx); err != nil {
+		return nil, err
+	}
 	st, tail, err := state.Replay(store, now)
+	st, tail, err = s.unsealed(store, st, tail, err)
 	if errors.Is(err, state.ErrIncomplete) && !r.opts.DryRun {
 		if st, tail, err = r.widen(ctx, store, s, err); errors.Is(err, errkind.ErrInfra) {
 			return nil, err
@@ -209,6 +214,9 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	}
 	s.j = r.journal(store, st, tail, r.opts.DryRun)
 	s.j.Observe(s.ownWrote)
+	if err := s.recordSeals(tail); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
