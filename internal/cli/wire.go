@@ -99,6 +99,12 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 		OutputTail: a.v.GetInt("ledger.output_tail"), Secret: []byte(a.getenv("ASTRA_APPROVAL_SECRET")), Getenv: a.getenv,
 		Redact: red, MaxParallel: f.maxParallel, Seals: a.ledgerSeals(), CI: a.inGitHubActions(), Tracer: a.tracer, TraceParent: a.getenv("TRACEPARENT"),
 	}
+	if k, _ := a.ledgerKeys(); k != nil {
+		opts.VerifySpill = k.VerifySpill
+		if k.CanSign() {
+			opts.SignSpill = k.SignSpill
+		}
+	}
 	if opts.MaxParallel == 0 {
 		opts.MaxParallel = a.v.GetInt("run.max_parallel")
 	}

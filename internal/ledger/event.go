@@ -82,6 +82,10 @@ const (
 	// TrustResumed: a person acknowledged the tampering recorded before
 	// (astra trust resume): tier 2 runs again.
 	TrustResumed Kind = "trust.resumed"
+	// SpillRefused: a spill branch a run did not merge (unsealed in a
+	// sealed ledger, or holding events no lost outcome push makes); the
+	// branch is kept under astra/spill-refused/.
+	SpillRefused Kind = "spill.refused"
 )
 
 // Reasons carried by run.skipped and run.failed events.

@@ -95,6 +95,10 @@ type Options struct {
 	// Seals are a sealed ledger's (package ledgerkey; nil: not sealed):
 	// every store the run opens reads and appends with them (seals.go).
 	Seals *ledger.Seals
+	// SignSpill and VerifySpill seal a spill's events file and check that
+	// seal (package ledgerkey); nil when the ledger is not sealed (spills.go).
+	SignSpill   func(name string, events []byte) ([]byte, error)
+	VerifySpill func(name string, events, sig []byte) error
 }
 
 // Runner runs schedules under the configuration.
@@ -149,22 +153,23 @@ func sleep(ctx context.Context, d time.Duration) error {
 // session is the state of one attempt at a run: a replayed ledger and the
 // journal recording into it.
 type session struct {
-	r       *Runner
-	now     time.Time
-	j       *state.Journal
-	mu      sync.Mutex // guards j and report while tasks run in parallel
-	report  *Report
-	pushed  int               // recorded events already pushed (claims)
-	touched []string          // files other than the journal's this run changed (token files)
-	dropped map[string]string // schedule id -> hash of the token file this run deleted
-	writes  writeLog          // what tools wrote (writes.go)
-	own     *own              // astra's files while tools run (ownfiles.go)
-	held    money.USD         // cost caps of the runs running now (under mu)
-	spills  []string          // spill refs merged by this run
-	fan     *fanOut           // astra plan: claims go to a job matrix, nothing runs here (fanout.go)
-	newest  time.Time         // ts of the ledger's newest event when replayed
-	label   string            // the commit message's first line, when not the usual
-	seals   sealWork          // tampering found before the journal opened (seals.go)
+	r         *Runner
+	now       time.Time
+	j         *state.Journal
+	mu        sync.Mutex // guards j and report while tasks run in parallel
+	report    *Report
+	pushed    int               // recorded events already pushed (claims)
+	touched   []string          // files other than the journal's this run changed (token files)
+	dropped   map[string]string // schedule id -> hash of the token file this run deleted
+	writes    writeLog          // what tools wrote (writes.go)
+	own       *own              // astra's files while tools run (ownfiles.go)
+	held      money.USD         // cost caps of the runs running now (under mu)
+	spills    []string          // spill refs merged by this run
+	notMerged []string          // spill refs this run refused (spills.go)
+	fan       *fanOut           // astra plan: claims go to a job matrix, nothing runs here (fanout.go)
+	newest    time.Time         // ts of the ledger's newest event when replayed
+	label     string            // the commit message's first line, when not the usual
+	seals     sealWork          // tampering found before the journal opened (seals.go)
 	// riskAccepted: trust.risk_accepted is recorded; postureOutage: the
 	// posture check's outage is reported (posture.go).
 	riskAccepted, postureOutage bool
