@@ -35,6 +35,7 @@ type MigrateOptions struct {
 	SegmentSize int64
 	RunnerID    string
 	Seals       *ledger.Seals // a sealed ledger's (nil: not sealed)
+	By          string        // who moves it (the migrate permission), recorded
 }
 
 // What becomes of the branch the ledger leaves (Migration.Left).
@@ -153,7 +154,7 @@ func migrate(ctx context.Context, g Mover, o MigrateOptions) (*Migration, error)
 	anchors := []ledger.Anchor{src.tail.Anchor()}
 	if retired == "" {
 		detail, _ := json.Marshal(state.MigrationDetail{From: o.From, To: o.To, Commit: source})
-		ev := &ledger.Event{Event: ledger.LedgerMigrated, Status: ledger.StatusOK, Runner: o.RunnerID, Detail: detail,
+		ev := &ledger.Event{Event: ledger.LedgerMigrated, Status: ledger.StatusOK, Runner: o.RunnerID, By: o.By, Detail: detail,
 			Error: fmt.Sprintf("the ledger moves from %s (commit %.12s) to %s", o.From, source, o.To)}
 		if err := src.record(j, ev); err != nil {
 			return nil, err
@@ -229,7 +230,7 @@ func cancelMove(ctx context.Context, g Mover, o MigrateOptions, src *ledgerTree,
 		return &errkind.Error{Kind: kind, Hint: hint, Err: fmt.Errorf("moving the ledger to %s: %w; nothing was moved", o.To, cause)}
 	}
 	detail, _ := json.Marshal(state.MigrationDetail{From: o.From, To: o.To, Commit: src.st.Moved.Commit})
-	ev := &ledger.Event{Event: ledger.LedgerMigrated, Status: ledger.StatusFailed, Runner: o.RunnerID, Detail: detail,
+	ev := &ledger.Event{Event: ledger.LedgerMigrated, Status: ledger.StatusFailed, Runner: o.RunnerID, By: o.By, Detail: detail,
 		Error: fmt.Sprintf("cancelled: %s did not take the ledger (%v); it stays on %s", o.To, cause, o.From)}
 	err := src.record(j, ev)
 	if err == nil {

@@ -42,6 +42,7 @@ var verbPhrases = map[string]string{
 	model.VerbRollback:        "roll back",
 	model.VerbInitForce:       "overwrite the setup of",
 	model.VerbCorrectClock:    "void",
+	model.VerbTrustResume:     "resume",
 }
 
 // refuse builds the refusal of verb on target by id; sc is the schedule
