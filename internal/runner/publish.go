@@ -116,6 +116,7 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	}
 	s.pushed = len(s.j.Recorded())
 	s.report.Pushed, s.report.PushedCommit, s.report.Unpushed = true, hash, 0
+	s.rememberSeen(hash)
 	return nil
 }
 

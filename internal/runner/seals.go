@@ -37,6 +37,9 @@ func (r *Runner) store() *ledger.Store {
 type sealedHistory interface {
 	NewestSealed(ctx context.Context) (*gitops.SealedWalk, error)
 	RestoreCommitted(commit string, paths []string, quarantine string) ([]string, error)
+	ReadSeen() (gitops.Seen, error)
+	WriteSeen(s gitops.Seen) error
+	Behind(ctx context.Context, seen gitops.Seen, commit string) (bool, error)
 }
 
 // sealWork is what a session found of tampering before its journal
@@ -77,6 +80,9 @@ func (s *session) checkSeals(ctx context.Context) error {
 	if err != nil {
 		return errkind.Default(err, errkind.ErrInfra)
 	}
+	if err := s.checkRewound(ctx, h, w.Commit); err != nil {
+		return err
+	}
 	switch {
 	case w.Commit == "" && len(w.After) == 0: // an unborn branch
 		return nil
@@ -106,6 +112,47 @@ func (s *session) checkSeals(ctx context.Context) error {
 		len(d.Commits), strings.Join(authors, ", "), strings.Join(w.Changed, ", "), w.Commit)
 	s.noteTamper(d, why, append(w.Changed, kept...))
 	return nil
+}
+
+// checkRewound refuses a remote whose newest sealed commit is behind
+// what this checkout saw (a checkout that lives on remembers it): the
+// branch was pushed back, and the ledger a run would record into is the
+// rewound one. Nothing is recorded.
+func (s *session) checkRewound(ctx context.Context, h sealedHistory, newest string) error {
+	seen, err := h.ReadSeen()
+	if err != nil {
+		return errkind.Usagef("%w", err)
+	}
+	behind := seen.Commit != "" && newest == ""
+	if seen.Commit != "" && newest != "" {
+		if behind, err = h.Behind(ctx, seen, newest); err != nil {
+			return errkind.Default(err, errkind.ErrInfra)
+		}
+	}
+	if !behind {
+		return nil
+	}
+	b := s.r.git.Branch()
+	now := "has no sealed commit"
+	if newest != "" {
+		now = fmt.Sprintf("has %.12s, which does not follow it", newest)
+	}
+	return &errkind.Error{Kind: errkind.ErrUsage,
+		Err: fmt.Errorf("%s was pushed back: this checkout saw its sealed commit %.12s, and the branch now %s; astra records nothing into a rewound ledger", b, seen.Commit, now),
+		Hint: fmt.Sprintf("Push the commit this checkout saw back (git push --force-with-lease origin %s:%s; it is in this checkout), and forbid force pushes to %s (astra doctor). "+
+			"If the rewind was meant, accept it by removing .git/astra/seen.", seen.Commit, b, b)}
+}
+
+// rememberSeen notes the commit a run pushed, so that a rewind of the
+// remote behind it is refused (checkRewound).
+func (s *session) rememberSeen(commit string) {
+	h, ok := s.r.git.(sealedHistory)
+	if !ok || s.r.opts.Seals == nil || commit == "" {
+		return
+	}
+	if err := h.WriteSeen(gitops.Seen{Commit: commit}); err != nil {
+		s.report.Warnings = append(s.report.Warnings, "remembering the commit pushed: "+err.Error())
+	}
 }
 
 // unsealed handles what Replay found after the ledger's last valid seal:
