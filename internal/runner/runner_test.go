@@ -256,3 +256,19 @@ func TestLooseObjectsWarned(t *testing.T) {
 		t.Fatalf("not warned about 2 GiB of loose objects: %q", rep.Warnings)
 	}
 }
+
+// A spill holding anything but outcomes (here an approval anyone who can
+// push could have written) is refused whole, even unsealed, and recorded.
+func TestSpillWithAnApprovalRefused(t *testing.T) {
+	e := newEnv(t, daily)
+	e.runDue("2026-11-22T08:00:00Z")
+	line := `{"seq":1,"ts":"2026-11-22T08:30:00Z","event":"approval.approved","schedule_id":"a","slot":"2026-11-22T09:00:00Z","status":"approved","by":"octocat","via":"signature","prev":""}`
+	e.remote.spills["evil-1"] = map[string][]byte{spillEventsFile: []byte(line + "\n")}
+	rep := e.runDue("2026-11-22T08:40:00Z")
+	if rep.Merged != 0 || len(e.remote.spills) != 0 {
+		t.Fatalf("merged %d events, %d spills left", rep.Merged, len(e.remote.spills))
+	}
+	if e.count(ledger.SpillRefused, "") != 1 || e.count(ledger.ApprovalApproved, "a") != 0 {
+		t.Fatalf("%d spill.refused, %d approval.approved", e.count(ledger.SpillRefused, ""), e.count(ledger.ApprovalApproved, "a"))
+	}
+}
