@@ -16,6 +16,8 @@ func (a *app) trustCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trust",
 		Short: "Acknowledge tampering with a sealed ledger, so tier 2 runs again",
+		Example: `  astra ledger cat | grep ledger.tampered
+  astra trust resume --reason "checked: a mistaken edit of var/state, put back"`,
 	}
 	cmd.AddCommand(a.trustResumeCmd())
 	return cmd
@@ -41,11 +43,10 @@ tier 2. Tiers 0 and 1 go on. Once you have looked at what happened
 resume records trust.resumed with who you are and why, and tier 2 runs
 again.
 
-It records, so it runs where the ledger key is: in CI, through the
-workflow's workflow_dispatch (gh workflow run astra.yml -f command="trust
-resume --reason '...'"). It needs the trust_resume permission (default:
-whoever may approve).`,
-		Example: `  gh workflow run astra.yml -f command="trust resume --reason 'a mistaken edit of var/state, reverted'"
+It records, so it runs where the ledger key is: a workflow_dispatch job in
+the key's environment that runs it, started with gh workflow run. It needs
+the trust_resume permission (default: whoever may approve).`,
+		Example: `  gh workflow run astra-trust.yml -f reason="a mistaken edit of var/state, put back"
   astra trust resume --reason "checked: a mistaken edit of var/state" --dry-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runTrustResume(cmd.Context(), o) },
