@@ -81,6 +81,9 @@ func Verify(root string, segmentSize int64, git History, seals *ledger.Seals) (V
 	}
 	sc, err := state.VerifySnapshot(main)
 	c := Check{Log: state.SnapshotPath, Events: sc.Seq, Note: sc.Note}
+	if sc.Unsealed != "" {
+		c.Note = "runs do not use it, its seal does not hold (" + sc.Unsealed + "): a run that records puts back the newest sealed commit's"
+	}
 	if err != nil {
 		c.Error, c.Hint = err.Error(), "Runs start from the snapshot, so fix it: delete "+state.SnapshotPath+
 			" (the next run replays the month and writes it and "+state.DeadLettersPath+" anew) or restore both with `git checkout -- "+state.StateDir+"/`."
