@@ -535,6 +535,22 @@ func TestSpills(t *testing.T) {
 	if _, err := r.ReadSpill(ctx, "run-42.1"); err == nil {
 		t.Fatal("ReadSpill of a deleted spill succeeded")
 	}
+	// A spill kept: moved where no run lists it, its commit unchanged.
+	if err := r.PushSpill(ctx, "run-43", files, "spill run 43"); err != nil {
+		t.Fatal(err)
+	}
+	spilled := gitCmd(t, remote, "rev-parse", "astra/spill/run-43")
+	for range 2 { // again: nothing to do
+		if err := other.KeepSpill(ctx, "run-43", SpillRefused); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if names, err := r.ListSpills(ctx); err != nil || len(names) != 0 {
+		t.Fatalf("after keep ListSpills = %v, %v", names, err)
+	}
+	if kept := gitCmd(t, remote, "rev-parse", "astra/spill-refused/run-43"); kept != spilled {
+		t.Fatalf("kept spill at %s, want %s", kept, spilled)
+	}
 	// Spills never touch the branch.
 	if gitCmd(t, remote, "rev-parse", "main") != gitCmd(t, dir, "rev-parse", "main") {
 		t.Fatal("spill moved main")
