@@ -32,23 +32,9 @@ func ToolFiles(root string, t *model.Tool) (files, dirs []string, err error) {
 		return nil, nil, nil
 	}
 	b := &binder{root: root, seen: map[string]bool{}, out: t.Writes}
-	for _, argv := range [][]string{t.Command, t.Rollback} {
-		for _, a := range argv {
-			c := path.Clean(a)
-			if a == "" || strings.HasPrefix(a, "-") || path.IsAbs(c) || c == "." || c == ".." || strings.HasPrefix(c, "../") {
-				continue
-			}
-			switch d := path.Dir(c); {
-			case d != "." && len(t.Files) == 0:
-				err = b.bind(d + "/**")
-			case d != ".":
-				err = b.bind(c)
-			default:
-				err = b.bindFile(c) // a bare word: a file of the root, or only a word
-			}
-			if err != nil {
-				return b.files, b.dirs, err
-			}
+	for _, a := range slices.Concat(t.Command, t.Rollback) {
+		if err := b.bindArg(a, len(t.Files) > 0); err != nil {
+			return b.files, b.dirs, err
 		}
 	}
 	for _, g := range t.Files {
@@ -58,6 +44,22 @@ func ToolFiles(root string, t *model.Tool) (files, dirs []string, err error) {
 	}
 	slices.Sort(b.files)
 	return b.files, b.dirs, nil
+}
+
+// bindArg binds what an argument of the command names: a path below the
+// root with its whole directory, unless the tool lists its files itself.
+func (b *binder) bindArg(a string, listed bool) error {
+	c := path.Clean(a)
+	if a == "" || strings.HasPrefix(a, "-") || path.IsAbs(c) || c == "." || c == ".." || strings.HasPrefix(c, "../") {
+		return nil
+	}
+	switch d := path.Dir(c); {
+	case d != "." && !listed:
+		return b.bind(d + "/**")
+	case d != ".":
+		return b.bind(c)
+	}
+	return b.bindFile(c) // a bare word: a file of the root, or only a word
 }
 
 // bindFile binds name when it is a file; a directory of that name is not
@@ -113,17 +115,8 @@ func (b *binder) bind(g string) error {
 // walk adds the files under dir that match (every one when match is "").
 func (b *binder) walk(dir, match string) error {
 	if dir != "" {
-		if fi, err := lstat(b.root, dir); errors.Is(err, fs.ErrNotExist) {
-			return nil
-		} else if err != nil {
+		if ok, err := b.bindDir(dir); !ok || err != nil {
 			return err
-		} else if fi.Mode()&fs.ModeSymlink != 0 {
-			return fmt.Errorf("%s is a symbolic link among the files a tool runs: astra binds file contents to approvals, so commit the files themselves", dir)
-		} else if !fi.IsDir() {
-			return nil
-		}
-		if !slices.Contains(b.dirs, dir) {
-			b.dirs = append(b.dirs, dir)
 		}
 	}
 	entries, err := repofs.ReadDir(b.root, path.Join(".", dir))
@@ -131,30 +124,51 @@ func (b *binder) walk(dir, match string) error {
 		return fmt.Errorf("listing %s to bind it to approvals: %w", orRoot(dir), err)
 	}
 	for _, e := range entries {
-		p := path.Join(dir, e.Name())
-		if p == ".git" || p == "var" {
-			continue // git's and astra's own, never a tool's code
-		}
-		switch {
-		case e.Type()&fs.ModeSymlink != 0:
-			if match == "" || model.Glob(match, p) {
-				return fmt.Errorf("%s is a symbolic link among the files a tool runs: astra binds file contents to approvals, so commit the file itself", p)
-			}
-		case e.IsDir():
-			if err := b.walkSub(p, match); err != nil {
-				return err
-			}
-		case e.Type().IsRegular() && (match == "" || model.Glob(match, p)):
-			fi, err := e.Info()
-			if err != nil {
-				return err
-			}
-			if err := b.add(p, fi); err != nil {
-				return err
-			}
+		if err := b.entry(path.Join(dir, e.Name()), e, match); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// entry binds one entry of a walked directory.
+func (b *binder) entry(p string, e fs.DirEntry, match string) error {
+	matches := match == "" || model.Glob(match, p)
+	switch {
+	case p == ".git" || p == "var":
+		return nil // git's and astra's own, never a tool's code
+	case e.Type()&fs.ModeSymlink != 0 && matches:
+		return fmt.Errorf("%s is a symbolic link among the files a tool runs: astra binds file contents to approvals, so commit the file itself", p)
+	case e.IsDir():
+		return b.walkSub(p, match)
+	case e.Type().IsRegular() && matches:
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		return b.add(p, fi)
+	}
+	return nil
+}
+
+// bindDir lists dir among the directories bound whole; false when there
+// is no such directory.
+func (b *binder) bindDir(dir string) (bool, error) {
+	fi, err := lstat(b.root, dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return false, fmt.Errorf("%s is a symbolic link among the files a tool runs: astra binds file contents to approvals, so commit the files themselves", dir)
+	case !fi.IsDir():
+		return false, nil
+	}
+	if !slices.Contains(b.dirs, dir) {
+		b.dirs = append(b.dirs, dir)
+	}
+	return true, nil
 }
 
 // walkSub walks a subdirectory without listing it among the bound ones.

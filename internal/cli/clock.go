@@ -86,6 +86,9 @@ func (a *app) ledgerClock() (ledgerops.Clock, error) {
 	if err := a.recording(); err != nil {
 		return ledgerops.Clock{}, err
 	}
+	if err := a.requireSigner(); err != nil {
+		return ledgerops.Clock{}, err
+	}
 	return ledgerops.Clock{Now: a.now, Test: a.testClock}, nil
 }
 

@@ -37,7 +37,7 @@ const noTokenHint = "run with a token: GITHUB_TOKEN=$(gh auth token) GITHUB_REPO
 // doctor and for the tier-2 gate of a run.
 func (a *app) postureInput(cfg *model.Config, fc *forge.Client) posture.Input {
 	in := posture.Input{Root: a.repo(), Policies: &cfg.Policies, Repository: a.getenv("GITHUB_REPOSITORY"),
-		LedgerBranch: a.v.GetString("ledger_branch"), Key: posture.KeyFrom(cfg.Policies.Trust, a.getenv(posture.KeyEnv)),
+		LedgerBranch: a.v.GetString("ledger_branch"), Key: a.postureKey(),
 		Sandbox: sandboxCheck, ApprovalSecret: a.getenv("ASTRA_APPROVAL_SECRET") != ""}
 	if fc != nil { // never a typed nil in the interface
 		in.Forge = fc

@@ -122,7 +122,9 @@ func (r *fanOutRepo) fanOut(tb testing.TB, now string, parallel int) ([]runner.J
 		} `json:"matrix"`
 		MaxParallel int `json:"max_parallel"`
 	}
-	if err := json.Unmarshal([]byte(out), &p); err != nil {
+	// The plan is the JSON on stdout; the progress header on stderr
+	// comes first in this combined output.
+	if err := json.NewDecoder(strings.NewReader(out[max(strings.Index(out, "{"), 0):])).Decode(&p); err != nil {
 		tb.Fatalf("plan --json: %v\n%s", err, out)
 	}
 	jobs := p.Matrix.Include

@@ -28,7 +28,7 @@ func (a *app) ledgerCmd() *cobra.Command {
 }
 
 func (a *app) store() *ledger.Store {
-	return ledger.Open(a.repo(), a.v.GetInt64("ledger.segment_size"))
+	return ledger.Open(a.repo(), a.v.GetInt64("ledger.segment_size")).Sealed(a.ledgerSeals())
 }
 
 // replay is the state at --now, for read commands; a ledger that cannot
@@ -69,7 +69,7 @@ file:line and exits 1; a clean ledger exits 0.`,
 // runLedgerVerify is `astra ledger verify`.
 func (a *app) runLedgerVerify(_ context.Context, _ ledgerVerifyOptions) error {
 	stop := a.busy("verifying the ledger")
-	v, err := ledgerops.Verify(a.repo(), a.v.GetInt64("ledger.segment_size"), a.ledgerGit())
+	v, err := ledgerops.Verify(a.repo(), a.v.GetInt64("ledger.segment_size"), a.ledgerGit(), a.ledgerSeals())
 	stop()
 	if err != nil {
 		return err
@@ -173,7 +173,7 @@ func (a *app) runLedgerRepair(_ context.Context, _ ledgerRepairOptions) error {
 	if err != nil {
 		return err
 	}
-	rep, err := ledgerops.Repair(a.repo(), a.v.GetInt64("ledger.segment_size"), clock, a.ledgerGit())
+	rep, err := ledgerops.Repair(a.repo(), a.v.GetInt64("ledger.segment_size"), clock, a.ledgerGit(), a.ledgerSeals())
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,9 @@ import (
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
+	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledgerops"
+	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/report"
 )
 
@@ -16,6 +18,7 @@ import (
 type ledgerMigrateOptions struct {
 	to   string // --to-branch
 	from string // --from; "": ledger_branch, else the checked-out branch
+	by   string
 }
 
 func (a *app) ledgerMigrateCmd() *cobra.Command {
@@ -37,7 +40,10 @@ Moving back works the same way: --to-branch main.
 The ledger is taken from ledger_branch, or from the checked-out branch when
 ledger_branch is unset or names the target (--from says otherwise). After
 the move, point ledger_branch at the new branch (or remove it when the
-ledger is back on the branch you check out).`,
+ledger is back on the branch you check out).
+
+It needs the migrate permission (default: whoever may approve), and the
+event names who moved it.`,
 		Example: `  astra ledger migrate --to-branch astra-state   # main is protected: the ledger gets a branch of its own
   astra ledger migrate --to-branch main          # back, once astra may push to main again`,
 		Args: cobra.NoArgs,
@@ -45,6 +51,7 @@ ledger is back on the branch you check out).`,
 	}
 	cmd.Flags().StringVar(&o.to, "to-branch", "", "the branch the ledger moves to (created when the remote does not have it)")
 	cmd.Flags().StringVar(&o.from, "from", "", "the branch the ledger is on now (default: ledger_branch, else the checked-out branch)")
+	byFlag(cmd, &o.by)
 	_ = cmd.MarkFlagRequired("to-branch")
 	return cmd
 }
@@ -72,8 +79,12 @@ func (a *app) runLedgerMigrate(ctx context.Context, o ledgerMigrateOptions) erro
 			return err
 		}
 	}
+	by, err := a.migrator(ctx, o)
+	if err != nil {
+		return err
+	}
 	stop := a.busy(fmt.Sprintf("moving the ledger from %s to %s", o.from, o.to))
-	m, err := ledgerops.Migrate(ctx, repo, ledgerops.MigrateOptions{From: o.from, To: o.to, Clock: clock,
+	m, err := ledgerops.Migrate(ctx, repo, ledgerops.MigrateOptions{From: o.from, To: o.to, Clock: clock, Seals: a.ledgerSeals(), By: by,
 		SegmentSize: a.v.GetInt64("ledger.segment_size"), RunnerID: a.runnerID()})
 	stop()
 	if err != nil {
@@ -111,4 +122,27 @@ func (a *app) printMigration(m *ledgerops.Migration, checkedOut, setting string)
 	case setting != m.To:
 		fmt.Fprintf(w, "next: set `ledger_branch: %s` in .astra.yaml\n", m.To)
 	}
+}
+
+// migrator is who moves the ledger, once the policies allow it (the
+// migrate permission); a refusal is not recorded (see MayMigrate).
+func (a *app) migrator(ctx context.Context, o ledgerMigrateOptions) (string, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return "", err
+	}
+	f := runFlags{}
+	r, err := a.newRunner(cfg, f, plan.Filter{}, 1)
+	if err != nil {
+		return "", err
+	}
+	target := "the ledger to " + o.to
+	id, err := identity.Resolve(a.person(cfg, o.by, f))
+	if err != nil {
+		return "", errkind.New(errkind.ErrRefused, fmt.Errorf("moving %s: %w", target, err), "")
+	}
+	if err := r.MayMigrate(ctx, target, id); err != nil {
+		return "", err
+	}
+	return id.Login, nil
 }

@@ -66,6 +66,59 @@ echo synced
 	"deploy.sh": "#!/bin/sh\necho deployed\n",
 }
 
+// checkTotals: the month's spend, the run and failure totals and each
+// schedule's row show what the ledger holds.
+func checkTotals(t *testing.T, got pageFigures, want figures) {
+	t.Helper()
+	if exp := fmt.Sprintf("$%.2f", want.monthUSD); got.MonthUSD != exp {
+		t.Errorf("month spend shows %q, the ledger holds %s", got.MonthUSD, exp)
+	}
+	if want.monthUSD < 5 {
+		t.Errorf("the generated month spent only $%.2f; the fixture is not exercising the chart", want.monthUSD)
+	}
+	if got.RunsTotal != fmt.Sprint(want.totalRuns) || got.FailuresTotal != fmt.Sprint(want.totalFailures) {
+		t.Errorf("totals show %s runs, %s failures; the ledger holds %d, %d", got.RunsTotal, got.FailuresTotal, want.totalRuns, want.totalFailures)
+	}
+	rows := map[string][2]string{}
+	for _, r := range got.Rows {
+		rows[r.ID] = [2]string{r.Runs, r.Failures}
+	}
+	for _, id := range []string{"research", "summary", "sync", "deploy"} {
+		exp := [2]string{fmt.Sprint(want.runs[id]), fmt.Sprint(want.failures[id])}
+		if rows[id] != exp {
+			t.Errorf("schedule %s shows runs/failures %v, the ledger holds %v", id, rows[id], exp)
+		}
+	}
+}
+
+// checkChart: a bar per day, each the day's spend, the tallest the most
+// expensive day, and the daily limit drawn.
+func checkChart(t *testing.T, got pageFigures, want figures) {
+	t.Helper()
+	if len(got.Bars) != 22 {
+		t.Errorf("chart has %d bars, want one per day so far (22)", len(got.Bars))
+	}
+	var maxH float64
+	var maxDay string
+	for _, b := range got.Bars {
+		if exp := want.dayUSD[b.Day]; math.Abs(b.USD-exp) > 1e-6 {
+			t.Errorf("bar %s is $%.4f, the ledger holds $%.4f", b.Day, b.USD, exp)
+		}
+		if (b.Height > 0) != (b.USD > 0) {
+			t.Errorf("bar %s: height %.1fpx for $%.4f", b.Day, b.Height, b.USD)
+		}
+		if b.Height > maxH {
+			maxH, maxDay = b.Height, b.Day
+		}
+	}
+	if top := want.topDay(); maxDay != top {
+		t.Errorf("tallest bar is %s, the most expensive day in the ledger is %s", maxDay, top)
+	}
+	if !got.LimitLine {
+		t.Error("no daily limit line on the chart")
+	}
+}
+
 // TestDashboardInBrowser builds a month of real runs, writes the dashboard
 // with astra report and opens it in headless Chromium: the page must render
 // without console errors or blocked requests and show the figures the
@@ -78,15 +131,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	for name, body := range dashboardTools {
 		files[name] = body
 	}
-	for name, body := range files {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeTree(t, dir, files)
 	astra := func(args ...string) string {
 		t.Helper()
 		var out, errb bytes.Buffer
@@ -110,49 +155,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	if len(got.Errors) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(got.Errors, "\n"))
 	}
-	if exp := fmt.Sprintf("$%.2f", want.monthUSD); got.MonthUSD != exp {
-		t.Errorf("month spend shows %q, the ledger holds %s", got.MonthUSD, exp)
-	}
-	if want.monthUSD < 5 {
-		t.Errorf("the generated month spent only $%.2f; the fixture is not exercising the chart", want.monthUSD)
-	}
-	if got.RunsTotal != fmt.Sprint(want.totalRuns) || got.FailuresTotal != fmt.Sprint(want.totalFailures) {
-		t.Errorf("totals show %s runs, %s failures; the ledger holds %d, %d", got.RunsTotal, got.FailuresTotal, want.totalRuns, want.totalFailures)
-	}
-	rows := map[string][2]string{}
-	for _, r := range got.Rows {
-		rows[r.ID] = [2]string{r.Runs, r.Failures}
-	}
-	for _, id := range []string{"research", "summary", "sync", "deploy"} {
-		exp := [2]string{fmt.Sprint(want.runs[id]), fmt.Sprint(want.failures[id])}
-		if rows[id] != exp {
-			t.Errorf("schedule %s shows runs/failures %v, the ledger holds %v", id, rows[id], exp)
-		}
-	}
-	if len(got.Bars) != 22 {
-		t.Errorf("chart has %d bars, want one per day so far (22)", len(got.Bars))
-	}
-	var maxH float64
-	var maxDay string
-	for _, b := range got.Bars {
-		if exp := want.dayUSD[b.Day]; math.Abs(b.USD-exp) > 1e-6 {
-			t.Errorf("bar %s is $%.4f, the ledger holds $%.4f", b.Day, b.USD, exp)
-		}
-		if (b.Height > 0) != (b.USD > 0) {
-			t.Errorf("bar %s: height %.1fpx for $%.4f", b.Day, b.Height, b.USD)
-		}
-		if b.Height > maxH {
-			maxH, maxDay = b.Height, b.Day
-		}
-	}
-	if top := want.topDay(); maxDay != top {
-		t.Errorf("tallest bar is %s, the most expensive day in the ledger is %s", maxDay, top)
-	}
-	if !got.LimitLine {
-		t.Error("no daily limit line on the chart")
-	}
+	checkTotals(t, got, want)
+	checkChart(t, got, want)
 	if len(got.Pending) != 1 || got.Pending[0] != "deploy" {
-
 		t.Errorf("pending approvals %v, want [deploy]", got.Pending)
 	}
 	if len(got.Dead) != 1 || !strings.HasPrefix(got.Dead[0], "sync@2026-11-20T08:00:00Z") {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/astra-gitops/astra/internal/buildinfo"
 	"github.com/astra-gitops/astra/internal/errkind"
+	"github.com/astra-gitops/astra/internal/ledgerkey"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/repofs"
 	"github.com/astra-gitops/astra/internal/telemetry"
@@ -40,7 +41,11 @@ type app struct {
 	environ []string            // the environment, "NAME=value"
 	getenv  func(string) string // a variable of environ, "" when unset
 	cfg     *model.Config       // the configuration of the run, once loaded
-	tracer  *telemetry.Tracer
+	// keys are the ledger keys, loaded once (keys.go).
+	keys       *ledgerkey.Keys
+	keysErr    error
+	keysLoaded bool
+	tracer     *telemetry.Tracer
 	// nowFlag is --now and testClock --test-clock: flags only, never a
 	// setting or a variable, so no file or environment moves the clock
 	// of a run that records (clock.go).
@@ -140,6 +145,7 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.memoryCmd(),
 		a.initCmd(),
 		a.doctorCmd(),
+		a.trustCmd(),
 	)
 	return root
 }

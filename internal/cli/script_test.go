@@ -109,6 +109,7 @@ func TestScripts(t *testing.T) {
 			"signjwt":     signJWT,
 			"github":      scriptGitHubCmd,
 			"approverkey": approverKey,
+			"ledgerkey":   ledgerKeyCmd,
 			"jwtissuer":   jwtIssuer,
 			"signtoken":   signToken,
 			"waitproc":    waitProc,

@@ -160,13 +160,13 @@ func checkAttributes(t *testing.T, span *tracepb.Span, want map[string]string) {
 	}
 }
 
-// writeTree writes files (path: content) under dir.
+// writeTree writes files (path: content) under dir, executable.
 func writeTree(t *testing.T, dir string, files map[string]string) {
 	t.Helper()
 	for name, body := range files {
 		p := filepath.Join(dir, name)
 		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil { // scripts run as programs
 			t.Fatal(err)
 		}
 	}

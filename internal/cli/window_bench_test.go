@@ -25,6 +25,12 @@ func BenchmarkExitToOutcome(b *testing.B) {
 	remote := filepath.Join(root, "remote.git")
 	repo := filepath.Join(root, "repo")
 	gittest.Must(b, root, "init", "-q", "--bare", "-b", "main", remote)
+	// The tool notes its exit outside the repository, where its sandbox
+	// lets it write.
+	side := filepath.Join(root, "side")
+	if err := os.Mkdir(side, 0o755); err != nil {
+		b.Fatal(err)
+	}
 	// The remote notes when each push arrives.
 	hook := "#!/bin/sh\ndate +%s%N >> ../pushes\n"
 	if err := os.WriteFile(filepath.Join(remote, "hooks", "post-receive"), []byte(hook), 0o755); err != nil {
@@ -34,7 +40,7 @@ func BenchmarkExitToOutcome(b *testing.B) {
 		"schedules/s.yaml": "- {id: w, name: w, interval: 1m, target_tool: t, per_day_budget: 100000}\n",
 		"policies/p.yaml":  "tools:\n  t: {kind: exec, command: [./t.sh], tier: local_write}\nactors:\n  - {actor: astra, scopes: [\"*\"], autonomy: L3}\n",
 		// Its last act: note when it exits.
-		"t.sh": "#!/bin/sh\necho work\nexec date +%s%N > ../exit\n",
+		"t.sh": "#!/bin/sh\necho work\nexec date +%s%N > ../side/exit\n",
 	}
 	gittest.Must(b, root, "init", "-q", "-b", "main", repo)
 	for name, data := range files {
@@ -51,7 +57,7 @@ func BenchmarkExitToOutcome(b *testing.B) {
 	at := time.Date(2026, 11, 22, 0, 0, 30, 0, time.UTC)
 	run := func() {
 		var out bytes.Buffer
-		if code := Execute(context.Background(), []string{"--repo", repo, "--now", at.Format(time.RFC3339), "--test-clock", "run-due"}, strings.NewReader(""), &out, &out, os.Environ()); code != 0 {
+		if code := Execute(context.Background(), []string{"--repo", repo, "--now", at.Format(time.RFC3339), "--test-clock", "run-due"}, strings.NewReader(""), &out, &out, append(os.Environ(), "ASTRA_SANDBOX_WRITABLE="+side)); code != 0 {
 			b.Fatalf("run-due exited %d:\n%s", code, out.String())
 		}
 		at = at.Add(time.Minute)
@@ -85,7 +91,7 @@ func BenchmarkExitToOutcome(b *testing.B) {
 		close(stop)
 		appends := <-grew
 		b.StopTimer()
-		exit := nanos(b, filepath.Join(root, "exit"))
+		exit := nanos(b, filepath.Join(side, "exit"))
 		for _, t := range appends {
 			if t.After(exit) {
 				toRecord += t.Sub(exit)

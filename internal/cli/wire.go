@@ -13,6 +13,7 @@ import (
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/forge"
 	"github.com/astra-gitops/astra/internal/gitops"
+	"github.com/astra-gitops/astra/internal/ledgerkey"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/redact"
@@ -44,7 +45,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 // redactor hides the secrets of this invocation's environment: values of
 // secret-looking names, the GitHub token and the approval secret.
 func (a *app) redactor() *redact.Redactor {
-	return redact.FromEnv(a.environ).With(a.getenv("GITHUB_TOKEN"), a.getenv("ASTRA_APPROVAL_SECRET"))
+	return redact.FromEnv(a.environ).With(a.getenv("GITHUB_TOKEN"), a.getenv("ASTRA_APPROVAL_SECRET"), a.getenv(ledgerkey.EnvKey))
 }
 
 // runnerID names this runner in claims: the GitHub Actions run, or host and pid.
@@ -80,6 +81,9 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 		if err := a.recording(); err != nil {
 			return nil, err
 		}
+		if err := a.requireSigner(); err != nil {
+			return nil, err
+		}
 	}
 	red := a.redactor()
 	fc, err := a.forgeClient()
@@ -93,7 +97,13 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 		Root: a.repo(), Clock: a.now, TestClock: a.testClock, DryRun: f.dryRun, Limit: limit, Filter: filter, Repair: f.repair,
 		NoPush: f.noPush || !a.v.GetBool("git.push"), RunnerID: a.runnerID(), SegmentSize: a.v.GetInt64("ledger.segment_size"),
 		OutputTail: a.v.GetInt("ledger.output_tail"), Secret: []byte(a.getenv("ASTRA_APPROVAL_SECRET")), Getenv: a.getenv,
-		Redact: red, MaxParallel: f.maxParallel, CI: a.inGitHubActions(), Tracer: a.tracer, TraceParent: a.getenv("TRACEPARENT"),
+		Redact: red, MaxParallel: f.maxParallel, Seals: a.ledgerSeals(), CI: a.inGitHubActions(), Tracer: a.tracer, TraceParent: a.getenv("TRACEPARENT"),
+	}
+	if k, _ := a.ledgerKeys(); k != nil {
+		opts.VerifySpill = k.VerifySpill
+		if k.CanSign() {
+			opts.SignSpill = k.SignSpill
+		}
 	}
 	if opts.MaxParallel == 0 {
 		opts.MaxParallel = a.v.GetInt("run.max_parallel")
@@ -138,7 +148,7 @@ func (a *app) newRunner(cfg *model.Config, f runFlags, filter plan.Filter, limit
 func (a *app) gitOptions(branch string) gitops.Options {
 	return gitops.Options{Dir: a.repo(), Remote: a.v.GetString("git.remote"), Branch: branch,
 		AuthorName: a.v.GetString("git.author_name"), AuthorEmail: a.v.GetString("git.author_email"), Token: a.getenv("GITHUB_TOKEN"),
-		Started: a.started, Timeout: a.v.GetDuration("git.timeout"), Budget: a.v.GetDuration("git.budget")}
+		Started: a.started, Timeout: a.v.GetDuration("git.timeout"), Budget: a.v.GetDuration("git.budget"), Sealing: a.commitSealing()}
 }
 
 // completeSchedules completes schedule names and ids for commands taking one.

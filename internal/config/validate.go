@@ -333,6 +333,7 @@ func validateTool(root, name string, t *model.Tool, builtins map[string]*model.T
 	}
 	validateRollback(root, t, diags)
 	validateExecOnly(t, diags)
+	validateToolEnv(t, diags)
 	for _, g := range t.Writes {
 		if msg := checkWrites(g); msg != "" {
 			diags.Errorf(m.At("writes"), "declare paths inside the repository that astra does not manage, such as reports/**", "writes pattern %q %s", g, msg)
@@ -410,6 +411,19 @@ func validateExecOnly(t *model.Tool, diags *diag.List) {
 	}
 	if len(t.Files) > 0 {
 		diags.Errorf(t.Meta.At("files"), "", "files only applies to exec tools")
+	}
+}
+
+// ledgerKeyEnv are the variables that hold the ledger key (package
+// ledgerkey): whoever holds it can rewrite the ledger, so no tool gets it.
+var ledgerKeyEnv = []string{"ASTRA_LEDGER_KEY", "ASTRA_LEDGER_KEY_FILE"}
+
+// validateToolEnv refuses a tool env list that names the ledger key.
+func validateToolEnv(t *model.Tool, diags *diag.List) {
+	for _, name := range t.Env {
+		if slices.Contains(ledgerKeyEnv, name) {
+			diags.Errorf(t.Meta.At("env"), "remove it: tools never get the ledger key", "env names %s, the ledger key", name)
+		}
 	}
 }
 

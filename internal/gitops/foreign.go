@@ -40,7 +40,8 @@ func (w LocalWork) Empty() bool { return len(w.Commits) == 0 && len(w.Files) == 
 // (none when the tracking branch is unknown: nothing can be dropped from
 // or pushed on top of a remote branch astra never saw), and the files
 // under prefixes (slash paths: directories or single files) that differ
-// from the checked-out commit, so that configuration is read from a
+// from the checked-out commit (untracked files in a directory only when
+// they are YAML, what configuration is read from), so that configuration is read from a
 // commit and not from edits nobody committed.
 func (r *Repo) LocalWork(prefixes []string) (LocalWork, error) {
 	var f LocalWork
@@ -209,6 +210,9 @@ func (r *Repo) uncommitted(prefixes []string) ([]string, error) {
 				return err
 			}
 			p := filepath.ToSlash(rel)
+			if p != pre && !yamlFile(p) {
+				return nil // an untracked file configuration is not read from (notes, an editor's backup)
+			}
 			if _, err := tree.FindEntry(p); errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
 				add(p)
 			}
@@ -220,6 +224,11 @@ func (r *Repo) uncommitted(prefixes []string) ([]string, error) {
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+func yamlFile(p string) bool {
+	ext := path.Ext(p)
+	return ext == ".yaml" || ext == ".yml"
 }
 
 // eachCommitted calls fn for every file of tree at or under p.

@@ -67,6 +67,7 @@ func TestLocalWorkFiles(t *testing.T) {
 	writeFile(t, dir, "schedules/a.yaml", "id: b\n")
 	writeFile(t, dir, "schedules/new.yaml", "id: n\n")
 	writeFile(t, dir, "notes.txt", "not configuration\n")
+	writeFile(t, dir, "schedules/README.md", "untracked, not read\n")
 	if err := os.Remove(filepath.Join(dir, "policies/p.yaml")); err != nil {
 		t.Fatal(err)
 	}

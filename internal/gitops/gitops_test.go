@@ -268,88 +268,135 @@ func TestCommitExecutableAndSymlink(t *testing.T) {
 func TestNonFastForward(t *testing.T) {
 	for _, shallow := range []bool{false, true} {
 		name := map[bool]string{false: "full", true: "shallow"}[shallow]
-		t.Run(name, func(t *testing.T) {
-			remote := newRemote(t)
-			ctx := context.Background()
-			a, b := cloneCLI(t, fileURL(remote), shallow), cloneCLI(t, fileURL(remote), shallow)
-			ra, rb := open(t, a), open(t, b)
-
-			writeFile(t, a, ledger, "a1\n")
-			writeFile(t, a, "var/a-only", "a\n")
-			if _, _, err := ra.Commit("a", ledger, "var/a-only"); err != nil {
-				t.Fatal(err)
-			}
-			writeFile(t, b, ledger, "b1\n")
-			if _, _, err := rb.Commit("b", ledger); err != nil {
-				t.Fatal(err)
-			}
-			if err := ra.Push(ctx); err != nil {
-				t.Fatal(err)
-			}
-			err := rb.Push(ctx)
-			if !errors.Is(err, ErrRejected) {
-				t.Fatalf("second push = %v, want ErrRejected", err)
-			}
-			if !strings.Contains(err.Error(), "origin") {
-				t.Errorf("rejection %q does not name the remote", err)
-			}
-
-			if err := rb.Sync(ctx); err != nil {
-				t.Fatal(err)
-			}
-			// b's worktree now shows a's state, and is clean.
-			if got := readFile(t, b, ledger); got != "a1\n" {
-				t.Fatalf("after Sync ledger = %q, want a's", got)
-			}
-			if got := readFile(t, b, "var/a-only"); got != "a\n" {
-				t.Fatalf("after Sync var/a-only = %q", got)
-			}
-			assertClean(t, b)
-			// Re-apply b's event on top and push.
-			appendFile(t, b, ledger, "b1\n")
-			hb, _, err := rb.Commit("b again", ledger)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := rb.Push(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if got := gitCmd(t, remote, "rev-parse", "main"); got != hb {
-				t.Fatalf("remote main = %s, want %s", got, hb)
-			}
-			if got := gitCmd(t, remote, "show", "main:"+ledger); got != "a1\nb1" {
-				t.Fatalf("remote ledger = %q", got)
-			}
-			assertRemoteOK(t, remote, "main")
-			if n := gitCmd(t, remote, "rev-list", "--count", "main"); n != "4" {
-				t.Fatalf("remote has %s commits, want 4 (2 seed + a + b)", n)
-			}
-
-			// Sync refuses to overwrite uncommitted local edits to files the
-			// remote changed, and keeps edits to files it did not change.
-			writeFile(t, a, ledger, "edited locally\n")
-			writeFile(t, a, "var/a-only", "edited locally\n")
-			if err := ra.Sync(ctx); !errors.Is(err, ErrLocalChanges) || !strings.Contains(err.Error(), ledger) {
-				t.Fatalf("Sync over a local edit = %v, want ErrLocalChanges naming %s", err, ledger)
-			}
-			if got := readFile(t, a, ledger); got != "edited locally\n" {
-				t.Fatal("Sync touched a locally edited file")
-			}
-			writeFile(t, a, ledger, "a1\n")
-			if err := ra.Sync(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if got := readFile(t, a, ledger); got != "a1\nb1\n" {
-				t.Fatalf("after Sync ledger = %q", got)
-			}
-			if got := readFile(t, a, "var/a-only"); got != "edited locally\n" {
-				t.Fatal("Sync reverted an edit to a file the remote did not change")
-			}
-			if out := gitCmd(t, a, "status", "--porcelain"); out != "M var/a-only" {
-				t.Fatalf("git status = %q, want only the local edit", out)
-			}
-		})
+		t.Run(name, func(t *testing.T) { nonFastForward(t, shallow) })
 	}
+}
+
+func nonFastForward(t *testing.T, shallow bool) {
+	remote := newRemote(t)
+	ctx := context.Background()
+	a, b := cloneCLI(t, fileURL(remote), shallow), cloneCLI(t, fileURL(remote), shallow)
+	ra, rb := open(t, a), open(t, b)
+
+	writeFile(t, a, ledger, "a1\n")
+	writeFile(t, a, "var/a-only", "a\n")
+	if _, _, err := ra.Commit("a", ledger, "var/a-only"); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, b, ledger, "b1\n")
+	if _, _, err := rb.Commit("b", ledger); err != nil {
+		t.Fatal(err)
+	}
+	if err := ra.Push(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := rb.Push(ctx)
+	if !errors.Is(err, ErrRejected) {
+		t.Fatalf("second push = %v, want ErrRejected", err)
+	}
+	if !strings.Contains(err.Error(), "origin") {
+		t.Errorf("rejection %q does not name the remote", err)
+	}
+
+	if err := rb.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// b's worktree now shows a's state, and is clean.
+	if got := readFile(t, b, ledger); got != "a1\n" {
+		t.Fatalf("after Sync ledger = %q, want a's", got)
+	}
+	if got := readFile(t, b, "var/a-only"); got != "a\n" {
+		t.Fatalf("after Sync var/a-only = %q", got)
+	}
+	assertClean(t, b)
+	// Re-apply b's event on top and push.
+	appendFile(t, b, ledger, "b1\n")
+	hb, _, err := rb.Commit("b again", ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rb.Push(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitCmd(t, remote, "rev-parse", "main"); got != hb {
+		t.Fatalf("remote main = %s, want %s", got, hb)
+	}
+	if got := gitCmd(t, remote, "show", "main:"+ledger); got != "a1\nb1" {
+		t.Fatalf("remote ledger = %q", got)
+	}
+	assertRemoteOK(t, remote, "main")
+	if n := gitCmd(t, remote, "rev-list", "--count", "main"); n != "4" {
+		t.Fatalf("remote has %s commits, want 4 (2 seed + a + b)", n)
+	}
+	syncKeepsLocalEdits(t, ra, a)
+}
+
+// syncKeepsLocalEdits: Sync refuses to overwrite uncommitted local edits
+// to files the remote changed, and keeps edits to files it did not change.
+func syncKeepsLocalEdits(t *testing.T, ra *Repo, a string) {
+	t.Helper()
+	ctx := context.Background()
+	writeFile(t, a, ledger, "edited locally\n")
+	writeFile(t, a, "var/a-only", "edited locally\n")
+	if err := ra.Sync(ctx); !errors.Is(err, ErrLocalChanges) || !strings.Contains(err.Error(), ledger) {
+		t.Fatalf("Sync over a local edit = %v, want ErrLocalChanges naming %s", err, ledger)
+	}
+	if got := readFile(t, a, ledger); got != "edited locally\n" {
+		t.Fatal("Sync touched a locally edited file")
+	}
+	writeFile(t, a, ledger, "a1\n")
+	if err := ra.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, a, ledger); got != "a1\nb1\n" {
+		t.Fatalf("after Sync ledger = %q", got)
+	}
+	if got := readFile(t, a, "var/a-only"); got != "edited locally\n" {
+		t.Fatal("Sync reverted an edit to a file the remote did not change")
+	}
+	if out := gitCmd(t, a, "status", "--porcelain"); out != "M var/a-only" {
+		t.Fatalf("git status = %q, want only the local edit", out)
+	}
+}
+
+// otherCheckoutContinues: another (shallow) checkout of main picks the
+// state branch up, materializes it under var/ and continues it.
+func otherCheckoutContinues(t *testing.T, remote string, state func(*Options)) {
+	t.Helper()
+	ctx := context.Background()
+	other := cloneCLI(t, fileURL(remote), true)
+	ro := open(t, other, state)
+	writeFile(t, other, "var/stale-local-file", "x\n")
+	if err := ro.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Materialize("var/"); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, other, ledger); got != "s1\n" {
+		t.Fatalf("materialized ledger = %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(other, "var/stale-local-file")); !os.IsNotExist(err) {
+		t.Fatal("Materialize kept a file the branch does not have")
+	}
+	if _, err := os.Stat(filepath.Join(other, "README.md")); err != nil {
+		t.Fatal("Materialize touched files outside var/")
+	}
+	appendFile(t, other, ledger, "s2\n")
+	h2, _, err := ro.Commit("state 2", ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ro.Push(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := gitCmd(t, remote, "rev-parse", "astra-state"); got != h2 {
+		t.Fatalf("remote astra-state = %s, want %s", got, h2)
+	}
+	if gitCmd(t, other, "status", "--porcelain", "--untracked-files=no") != "" {
+		t.Fatal("state-branch run changed tracked files on main")
+	}
+	assertRemoteOK(t, remote, "astra-state")
 }
 
 // TestStateBranch: main is checked out, astra writes to astra-state.
@@ -389,40 +436,7 @@ func TestStateBranch(t *testing.T) {
 		t.Fatal("pushing the state branch changed remote main")
 	}
 
-	// Another (shallow) checkout of main picks the state up.
-	other := cloneCLI(t, fileURL(remote), true)
-	ro := open(t, other, state)
-	writeFile(t, other, "var/stale-local-file", "x\n")
-	if err := ro.Sync(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := ro.Materialize("var/"); err != nil {
-		t.Fatal(err)
-	}
-	if got := readFile(t, other, ledger); got != "s1\n" {
-		t.Fatalf("materialized ledger = %q", got)
-	}
-	if _, err := os.Stat(filepath.Join(other, "var/stale-local-file")); !os.IsNotExist(err) {
-		t.Fatal("Materialize kept a file the branch does not have")
-	}
-	if _, err := os.Stat(filepath.Join(other, "README.md")); err != nil {
-		t.Fatal("Materialize touched files outside var/")
-	}
-	appendFile(t, other, ledger, "s2\n")
-	h2, _, err := ro.Commit("state 2", ledger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ro.Push(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got := gitCmd(t, remote, "rev-parse", "astra-state"); got != h2 {
-		t.Fatalf("remote astra-state = %s, want %s", got, h2)
-	}
-	if gitCmd(t, other, "status", "--porcelain", "--untracked-files=no") != "" {
-		t.Fatal("state-branch run changed tracked files on main")
-	}
-	assertRemoteOK(t, remote, "astra-state")
+	otherCheckoutContinues(t, remote, state)
 
 	// The first checkout is now behind: its push is rejected; Sync +
 	// Materialize bring it up to date.
@@ -520,6 +534,22 @@ func TestSpills(t *testing.T) {
 	}
 	if _, err := r.ReadSpill(ctx, "run-42.1"); err == nil {
 		t.Fatal("ReadSpill of a deleted spill succeeded")
+	}
+	// A spill kept: moved where no run lists it, its commit unchanged.
+	if err := r.PushSpill(ctx, "run-43", files, "spill run 43"); err != nil {
+		t.Fatal(err)
+	}
+	spilled := gitCmd(t, remote, "rev-parse", "astra/spill/run-43")
+	for range 2 { // again: nothing to do
+		if err := other.KeepSpill(ctx, "run-43", SpillRefused); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if names, err := r.ListSpills(ctx); err != nil || len(names) != 0 {
+		t.Fatalf("after keep ListSpills = %v, %v", names, err)
+	}
+	if kept := gitCmd(t, remote, "rev-parse", "astra/spill-refused/run-43"); kept != spilled {
+		t.Fatalf("kept spill at %s, want %s", kept, spilled)
 	}
 	// Spills never touch the branch.
 	if gitCmd(t, remote, "rev-parse", "main") != gitCmd(t, dir, "rev-parse", "main") {

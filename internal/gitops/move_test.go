@@ -106,23 +106,7 @@ func TestPushFiles(t *testing.T) {
 	headBefore, indexBefore := gitCmd(t, dir, "rev-parse", "HEAD"), gitCmd(t, dir, "ls-files", "-s")
 	paths := []string{"var/schedules/", "var/memory/"}
 
-	if tip, err := r.FetchBranch(ctx, "astra-state"); err != nil || tip != "" {
-		t.Fatalf("FetchBranch(absent) = %q, %v", tip, err)
-	}
-	files := map[string][]byte{ledger: []byte("l1\n"), "var/memory/2025-01.ndjson.gz": []byte("m1\n")}
-	c1, err := r.PushFiles(ctx, "astra-state", "", paths, files, "astra: the ledger moves here")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := gitCmd(t, remote, "ls-tree", "-r", "--name-only", "astra-state"); got != "var/memory/2025-01.ndjson.gz\n"+ledger {
-		t.Fatalf("new branch holds:\n%s", got)
-	}
-	if gitCmd(t, remote, "rev-list", "--count", "astra-state") != "1" {
-		t.Fatal("the new branch has history")
-	}
-	if _, err := r.PushFiles(ctx, "astra-state", "", paths, files, "again"); !errors.Is(err, ErrRejected) {
-		t.Fatalf("creating an existing branch = %v, want ErrRejected", err)
-	}
+	c1 := pushNewBranch(t, r, remote, paths)
 
 	// On top of main: the files under paths are replaced, the rest kept.
 	main, err := r.FetchBranch(ctx, "main")
@@ -148,31 +132,10 @@ func TestPushFiles(t *testing.T) {
 	if gitCmd(t, remote, "show", "main:schedules/a.yaml") != "id: a" {
 		t.Fatal("a file outside the paths changed")
 	}
-	// A stale parent is a lost race.
-	if _, err := r.PushFiles(ctx, "main", main, paths, got, "stale"); !errors.Is(err, ErrRejected) {
-		t.Fatalf("push from a stale parent = %v, want ErrRejected", err)
-	}
-	if _, err := r.PushFiles(ctx, "main", c2, paths, map[string][]byte{"schedules/a.yaml": nil}, "outside"); err == nil {
-		t.Fatal("PushFiles wrote a file outside its paths")
-	}
+	refusedPushes(t, r, main, c2, paths, got)
 	assertRemoteOK(t, remote, "main")
 
-	// The checkout was never touched.
-	if gitCmd(t, dir, "rev-parse", "HEAD") != headBefore || gitCmd(t, dir, "ls-files", "-s") != indexBefore {
-		t.Fatal("PushFiles moved HEAD or changed the index")
-	}
-	if gitCmd(t, dir, "status", "--porcelain") != "?? var/" {
-		t.Fatalf("worktree changed:\n%s", gitCmd(t, dir, "status", "--porcelain"))
-	}
-	if gitCmd(t, dir, "rev-parse", "origin/main") != c2 {
-		t.Fatal("the remote-tracking branch was not updated")
-	}
-	// What was pushed beside the checkout is readable there, from the
-	// branch as the remote has it.
-	seen, err := r.RemoteFiles("var/schedules/")
-	if err != nil || len(seen) != 1 || string(seen[ledger]) != "l1\nl2\n" {
-		t.Fatalf("RemoteFiles = %q, %v", seen, err)
-	}
+	checkoutUntouched(t, r, dir, headBefore, indexBefore, c2)
 }
 
 func TestHeadHas(t *testing.T) {
@@ -190,4 +153,63 @@ func TestHeadHas(t *testing.T) {
 			t.Errorf("HeadHas(%s) = %v, %v; want %v", p, has, err, want)
 		}
 	}
+}
+
+// checkoutUntouched: PushFiles never touched the checkout, but updated its
+// remote-tracking branch to c2, and what it pushed is readable beside it.
+func checkoutUntouched(t *testing.T, r *Repo, dir, headBefore, indexBefore, c2 string) {
+	t.Helper()
+	if gitCmd(t, dir, "rev-parse", "HEAD") != headBefore || gitCmd(t, dir, "ls-files", "-s") != indexBefore {
+		t.Fatal("PushFiles moved HEAD or changed the index")
+	}
+	if gitCmd(t, dir, "status", "--porcelain") != "?? var/" {
+		t.Fatalf("worktree changed:\n%s", gitCmd(t, dir, "status", "--porcelain"))
+	}
+	if gitCmd(t, dir, "rev-parse", "origin/main") != c2 {
+		t.Fatal("the remote-tracking branch was not updated")
+	}
+	// What was pushed beside the checkout is readable there, from the
+	// branch as the remote has it.
+	seen, err := r.RemoteFiles("var/schedules/")
+	if err != nil || len(seen) != 1 || string(seen[ledger]) != "l1\nl2\n" {
+		t.Fatalf("RemoteFiles = %q, %v", seen, err)
+	}
+}
+
+// refusedPushes: a stale parent is a lost race, and nothing outside paths
+// is written.
+func refusedPushes(t *testing.T, r *Repo, main, c2 string, paths []string, got map[string][]byte) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := r.PushFiles(ctx, "main", main, paths, got, "stale"); !errors.Is(err, ErrRejected) {
+		t.Fatalf("push from a stale parent = %v, want ErrRejected", err)
+	}
+	if _, err := r.PushFiles(ctx, "main", c2, paths, map[string][]byte{"schedules/a.yaml": nil}, "outside"); err == nil {
+		t.Fatal("PushFiles wrote a file outside its paths")
+	}
+}
+
+// pushNewBranch creates astra-state holding two files, with no history,
+// once: creating it again is a lost race.
+func pushNewBranch(t *testing.T, r *Repo, remote string, paths []string) string {
+	t.Helper()
+	ctx := context.Background()
+	if tip, err := r.FetchBranch(ctx, "astra-state"); err != nil || tip != "" {
+		t.Fatalf("FetchBranch(absent) = %q, %v", tip, err)
+	}
+	files := map[string][]byte{ledger: []byte("l1\n"), "var/memory/2025-01.ndjson.gz": []byte("m1\n")}
+	c1, err := r.PushFiles(ctx, "astra-state", "", paths, files, "astra: the ledger moves here")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gitCmd(t, remote, "ls-tree", "-r", "--name-only", "astra-state"); got != "var/memory/2025-01.ndjson.gz\n"+ledger {
+		t.Fatalf("new branch holds:\n%s", got)
+	}
+	if gitCmd(t, remote, "rev-list", "--count", "astra-state") != "1" {
+		t.Fatal("the new branch has history")
+	}
+	if _, err := r.PushFiles(ctx, "astra-state", "", paths, files, "again"); !errors.Is(err, ErrRejected) {
+		t.Fatalf("creating an existing branch = %v, want ErrRejected", err)
+	}
+	return c1
 }

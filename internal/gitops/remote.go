@@ -583,6 +583,42 @@ func (r *Repo) ReadSpill(ctx context.Context, name string) (map[string][]byte, e
 	return files, nil
 }
 
+// Where KeepSpill moves a spill a run is done with: under a name no run
+// lists again, kept for whoever wants to see what it held.
+const (
+	SpillMerged  = "refs/heads/astra/spill-merged/"
+	SpillRefused = "refs/heads/astra/spill-refused/"
+)
+
+// KeepSpill moves spill name to prefix+name on the remote (prefix
+// SpillMerged or SpillRefused), never deleting what it held: the new ref
+// is made first, then the spill's removed. A spill already gone is
+// nothing to do.
+func (r *Repo) KeepSpill(ctx context.Context, name, prefix string) error {
+	ref, err := spillRef(name)
+	if err != nil {
+		return err
+	}
+	if prefix != SpillMerged && prefix != SpillRefused {
+		return fmt.Errorf("keep spill %s: %q is not a place for spills", name, prefix)
+	}
+	rs, err := r.openReceive(ctx)
+	if err != nil {
+		return err
+	}
+	old, ok := rs.refs[ref]
+	to := plumbing.ReferenceName(prefix + name)
+	_, kept := rs.refs[to]
+	if ok && !kept {
+		err = r.send(ctx, rs, &packp.Command{Name: to, Old: plumbing.ZeroHash, New: old}, newObjectSet()) // the remote has the objects: an empty pack
+	}
+	rs.sess.Close()
+	if err != nil || !ok {
+		return err
+	}
+	return r.DeleteSpill(ctx, name)
+}
+
 // DeleteSpill removes spill <name> from the remote (after its content was
 // recovered); deleting a spill that does not exist is not an error.
 func (r *Repo) DeleteSpill(ctx context.Context, name string) error {

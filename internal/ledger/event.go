@@ -69,6 +69,23 @@ const (
 	// as policies' trust.accept_risk accepts; once per run, with the
 	// failing checks.
 	TrustRiskAccepted Kind = "trust.risk_accepted"
+
+	// LedgerTampered: a run of a sealed ledger found astra's files changed
+	// by commits it did not seal, or lines no valid seal covers, and put
+	// them back (the detail says which commits, by whom, which files, and
+	// where the bytes it took out are kept). Tier 2 stops until
+	// TrustResumed.
+	LedgerTampered Kind = "ledger.tampered"
+	// LedgerKeyed: the first run holding the ledger key on a branch with
+	// no sealed commit: sealing starts here.
+	LedgerKeyed Kind = "ledger.keyed"
+	// TrustResumed: a person acknowledged the tampering recorded before
+	// (astra trust resume): tier 2 runs again.
+	TrustResumed Kind = "trust.resumed"
+	// SpillRefused: a spill branch a run did not merge (unsealed in a
+	// sealed ledger, or holding events no lost outcome push makes); the
+	// branch is kept under astra/spill-refused/.
+	SpillRefused Kind = "spill.refused"
 )
 
 // Reasons carried by run.skipped and run.failed events.
@@ -86,6 +103,7 @@ const (
 	ReasonDeadLetter      = "dead_letter" // schedule quarantined after dead-lettering
 	ReasonPosture         = "posture"     // tier 2 without the safety posture it needs (astra doctor)
 	ReasonDisabled        = "disabled"    // the slots that fell while a schedule was disabled, counted once when it is enabled again
+	ReasonTampered        = "tampered"    // tier 2 after ledger.tampered, until astra trust resume
 
 	ReasonBudgetExceeded = "budget_exceeded"
 	// ReasonUsageAnomaly marks the budget.warning of a run whose tool
@@ -127,6 +145,7 @@ const (
 	StatusPurged     = "purged"
 	StatusDisabled   = "disabled"  // schedule.created or .updated of a definition with enabled: false
 	StatusCorrected  = "corrected" // ledger.clock_corrected
+	StatusRestored   = "restored"  // ledger.tampered: astra's files were put back
 )
 
 // ClockTest is the clock field of an event a test clock dated (--now

@@ -34,6 +34,8 @@ type MigrateOptions struct {
 	Clock       Clock
 	SegmentSize int64
 	RunnerID    string
+	Seals       *ledger.Seals // a sealed ledger's (nil: not sealed)
+	By          string        // who moves it (the migrate permission), recorded
 }
 
 // What becomes of the branch the ledger leaves (Migration.Left).
@@ -152,7 +154,7 @@ func migrate(ctx context.Context, g Mover, o MigrateOptions) (*Migration, error)
 	anchors := []ledger.Anchor{src.tail.Anchor()}
 	if retired == "" {
 		detail, _ := json.Marshal(state.MigrationDetail{From: o.From, To: o.To, Commit: source})
-		ev := &ledger.Event{Event: ledger.LedgerMigrated, Status: ledger.StatusOK, Runner: o.RunnerID, Detail: detail,
+		ev := &ledger.Event{Event: ledger.LedgerMigrated, Status: ledger.StatusOK, Runner: o.RunnerID, By: o.By, Detail: detail,
 			Error: fmt.Sprintf("the ledger moves from %s (commit %.12s) to %s", o.From, source, o.To)}
 		if err := src.record(j, ev); err != nil {
 			return nil, err
@@ -228,7 +230,7 @@ func cancelMove(ctx context.Context, g Mover, o MigrateOptions, src *ledgerTree,
 		return &errkind.Error{Kind: kind, Hint: hint, Err: fmt.Errorf("moving the ledger to %s: %w; nothing was moved", o.To, cause)}
 	}
 	detail, _ := json.Marshal(state.MigrationDetail{From: o.From, To: o.To, Commit: src.st.Moved.Commit})
-	ev := &ledger.Event{Event: ledger.LedgerMigrated, Status: ledger.StatusFailed, Runner: o.RunnerID, Detail: detail,
+	ev := &ledger.Event{Event: ledger.LedgerMigrated, Status: ledger.StatusFailed, Runner: o.RunnerID, By: o.By, Detail: detail,
 		Error: fmt.Sprintf("cancelled: %s did not take the ledger (%v); it stays on %s", o.To, cause, o.From)}
 	err := src.record(j, ev)
 	if err == nil {
@@ -289,7 +291,7 @@ func (t *ledgerTree) load(branch, commit string, o MigrateOptions) error {
 			return errkind.Infraf("%w", err)
 		}
 	}
-	t.store = ledger.Open(t.root, o.SegmentSize)
+	t.store = ledger.Open(t.root, o.SegmentSize).Sealed(o.Seals)
 	main := t.store
 	for _, s := range []*ledger.Store{main, ledger.OpenApprovalLog(t.root), ledger.OpenDir(t.root, state.MemoryDir, 0)} {
 		segs, err := s.Segments()

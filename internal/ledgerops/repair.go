@@ -23,9 +23,10 @@ type Sizer interface {
 // ledger.Store.Repair) and records a ledger.repaired event saying what was
 // cut. It returns nil when every log is intact, and refuses damage that is
 // not a torn tail with how to restore the file from git. git may be nil
-// (no repository): then nothing counts as committed.
-func Repair(root string, segmentSize int64, clock Clock, git Sizer) (*ledger.Repaired, error) {
-	main := ledger.Open(root, segmentSize)
+// (no repository): then nothing counts as committed. seals are a sealed
+// ledger's (nil: not sealed): the ledger.repaired event is sealed too.
+func Repair(root string, segmentSize int64, clock Clock, git Sizer, seals *ledger.Seals) (*ledger.Repaired, error) {
+	main := ledger.Open(root, segmentSize).Sealed(seals)
 	for _, store := range []*ledger.Store{main, ledger.OpenApprovalLog(root), ledger.OpenDir(root, state.MemoryDir, 0)} {
 		segs, err := store.Segments()
 		if err != nil {

@@ -49,7 +49,7 @@ func TestRepairIntactLedger(t *testing.T) {
 	root := t.TempDir()
 	record(t, root, "a")
 	before := tree(t, root)
-	rep, err := Repair(root, 0, Clock{Now: clock}, nil)
+	rep, err := Repair(root, 0, Clock{Now: clock}, nil, nil)
 	if rep != nil || err != nil {
 		t.Fatalf("Repair = %+v, %v", rep, err)
 	}
@@ -63,7 +63,7 @@ func TestRepairIntactLedger(t *testing.T) {
 func TestRepairCutsATornTail(t *testing.T) {
 	root, intact := tornLedger(t)
 	git := fakeSizes{committed: map[string]int64{segment: intact}, pushed: map[string]int64{segment: intact}}
-	rep, err := Repair(root, 0, Clock{Now: clock}, git)
+	rep, err := Repair(root, 0, Clock{Now: clock}, git, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestRepairCutsATornTail(t *testing.T) {
 	if got := events(t, root); got != "schedule.created schedule.created schedule.created ledger.repaired" {
 		t.Fatalf("ledger holds %s", got)
 	}
-	if v, err := Verify(root, 0, nil); err != nil || v.Damaged() {
+	if v, err := Verify(root, 0, nil, nil); err != nil || v.Damaged() {
 		t.Fatalf("after the repair: %+v, %v", v, err)
 	}
 }
@@ -93,7 +93,7 @@ func TestRepairNeverCutsWhatGitHolds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root, _ := tornLedger(t)
 			before := tree(t, root)
-			_, err := Repair(root, 0, Clock{Now: clock}, tc.git)
+			_, err := Repair(root, 0, Clock{Now: clock}, tc.git, nil)
 			if !errors.Is(err, errkind.ErrLedger) || !errors.Is(err, ledger.ErrNotRepairable) ||
 				!strings.Contains(err.Error(), tc.msg) || !strings.Contains(err.Error(), "git checkout -- "+segment) {
 				t.Fatalf("Repair = %v", err)
@@ -105,7 +105,7 @@ func TestRepairNeverCutsWhatGitHolds(t *testing.T) {
 	}
 	t.Run("git cannot tell", func(t *testing.T) {
 		root, _ := tornLedger(t)
-		if rep, err := Repair(root, 0, Clock{Now: clock}, fakeSizes{err: errors.New("no such ref")}); err != nil || rep.Dropped != 40 {
+		if rep, err := Repair(root, 0, Clock{Now: clock}, fakeSizes{err: errors.New("no such ref")}, nil); err != nil || rep.Dropped != 40 {
 			t.Fatalf("Repair = %+v, %v", rep, err)
 		}
 	})
@@ -125,7 +125,7 @@ func TestRepairRefusesDamageThatIsNotATornTail(t *testing.T) {
 	if err := os.WriteFile(file, flipped, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Repair(root, 0, Clock{Now: clock}, nil)
+	_, err := Repair(root, 0, Clock{Now: clock}, nil, nil)
 	if !errors.Is(err, errkind.ErrLedger) || !errors.Is(err, ledger.ErrNotRepairable) ||
 		!strings.Contains(err.Error(), "not a torn tail") || !strings.Contains(err.Error(), "git checkout -- "+segment) {
 		t.Fatalf("Repair = %v", err)
@@ -160,7 +160,7 @@ func TestRepairOtherLogs(t *testing.T) {
 	if err := os.WriteFile(file, append(data, data[:30]...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Repair(root, 0, Clock{Now: clock}, nil)
+	rep, err := Repair(root, 0, Clock{Now: clock}, nil, nil)
 	if err != nil || rep.File != segs[0].Path || rep.Dropped != 30 {
 		t.Fatalf("Repair = %+v, %v", rep, err)
 	}

@@ -50,9 +50,11 @@ func (v Verification) Damaged() bool { return slices.ContainsFunc(v, Check.Damag
 // with what to do, not an error. When both logs are intact it checks that
 // the state snapshot, which runs start from, equals a replay of the
 // ledger. git may be nil (no repository): then there are no anchors. The
-// error is a log that could not be read at all.
-func Verify(root string, segmentSize int64, git History) (Verification, error) {
-	main := ledger.Open(root, segmentSize)
+// error is a log that could not be read at all. With seals (a sealed
+// ledger's; nil: not sealed) every member from the first sealed one on
+// must carry a valid seal.
+func Verify(root string, segmentSize int64, git History, seals *ledger.Seals) (Verification, error) {
+	main := ledger.Open(root, segmentSize).Sealed(seals)
 	anchors := recentAnchors(git)
 	var v Verification
 	// The snapshot's replay is fed by the chain's check: one pass.
@@ -66,7 +68,7 @@ func Verify(root string, segmentSize int64, git History) (Verification, error) {
 		if s == main {
 			each = snapshot.Apply
 		}
-		st, err := ledger.VerifyEach(root, segs, each)
+		st, err := ledger.VerifyEach(root, segs, each, seals)
 		if err == nil {
 			err = s.VerifyAnchors(segs, anchors)
 		}
@@ -85,6 +87,9 @@ func Verify(root string, segmentSize int64, git History) (Verification, error) {
 	}
 	sc, err := snapshot.Finish()
 	c := Check{Log: state.SnapshotPath, Events: sc.Seq, Note: sc.Note}
+	if sc.Unsealed != "" {
+		c.Note = "runs do not use it, its seal does not hold (" + sc.Unsealed + "): a run that records puts back the newest sealed commit's"
+	}
 	if err != nil {
 		c.Error, c.Hint = err.Error(), "Runs start from the snapshot, so fix it: delete "+state.SnapshotPath+
 			" (the next run replays the month and writes it and "+state.DeadLettersPath+" anew) or restore both with `git checkout -- "+state.StateDir+"/`."

@@ -30,7 +30,7 @@ func commitOf(anchors ...ledger.Anchor) gitops.CommitMessage {
 
 func TestVerifyIntact(t *testing.T) {
 	root, anchors := verified(t)
-	v, err := Verify(root, 0, fakeHistory{msgs: []gitops.CommitMessage{commitOf(anchors...)}})
+	v, err := Verify(root, 0, fakeHistory{msgs: []gitops.CommitMessage{commitOf(anchors...)}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestVerifyIntact(t *testing.T) {
 // an error; the snapshot is not compared with a damaged ledger.
 func TestVerifyNamesDamage(t *testing.T) {
 	root, _ := tornLedger(t)
-	v, err := Verify(root, 0, nil)
+	v, err := Verify(root, 0, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestVerifyAnchors(t *testing.T) {
 		{"no git", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, err := Verify(root, 0, tc.git)
+			v, err := Verify(root, 0, tc.git, nil)
 			if err != nil || v.Damaged() != tc.bad {
 				t.Fatalf("verification %+v, %v", v, err)
 			}
@@ -107,7 +107,7 @@ func TestVerifySnapshot(t *testing.T) {
 	if err := os.WriteFile(dead, []byte("edited\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	v, err := Verify(root, 0, nil)
+	v, err := Verify(root, 0, nil, nil)
 	if err != nil || !v.Damaged() || len(v) != 3 {
 		t.Fatalf("verification %+v, %v", v, err)
 	}
@@ -117,7 +117,7 @@ func TestVerifySnapshot(t *testing.T) {
 
 	root = t.TempDir()
 	record(t, root, "a")
-	v, err = Verify(root, 0, nil)
+	v, err = Verify(root, 0, nil, nil)
 	if err != nil || v.Damaged() || !strings.Contains(v[2].Note, "there is no "+state.SnapshotPath) {
 		t.Fatalf("verification %+v, %v", v, err)
 	}

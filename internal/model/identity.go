@@ -18,11 +18,13 @@ const (
 	VerbRollback        = "rollback"
 	VerbInitForce       = "init_force"
 	VerbCorrectClock    = "correct_clock"
+	VerbTrustResume     = "trust_resume" // tier 2 again after a tampered ledger was restored
+	VerbMigrate         = "migrate"      // move the ledger to another branch
 )
 
 // Verbs lists every verb, in the order the documentation gives them.
 var Verbs = []string{VerbApprove, VerbReject, VerbResume, VerbDeadLetterRetry, VerbMemoryPurge,
-	VerbRun, VerbTrigger, VerbRollback, VerbInitForce, VerbCorrectClock}
+	VerbRun, VerbTrigger, VerbRollback, VerbInitForce, VerbCorrectClock, VerbTrustResume, VerbMigrate}
 
 // Issuer is an OIDC issuer whose JWTs may call astra (astra trigger --jwt).
 type Issuer struct {

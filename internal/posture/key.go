@@ -2,44 +2,18 @@ package posture
 
 import (
 	"fmt"
-	"strings"
-
-	"github.com/astra-gitops/astra/internal/model"
-	"github.com/astra-gitops/astra/internal/seal"
 )
 
 // KeyEnv is the environment variable that holds the ledger key's private
 // half in CI.
 const KeyEnv = "ASTRA_LEDGER_KEY"
 
-// Key is what this process holds of the ledger key.
+// Key is what this process holds of the ledger key, as package
+// ledgerkey's loader found it (the CLI fills it in: one loader).
 type Key struct {
-	Set     bool   // ASTRA_LEDGER_KEY is set
-	Held    bool   // it parsed, and its public key is one of trust.ledger_keys
+	Set     bool   // a private key was given (ASTRA_LEDGER_KEY or its file)
+	Held    bool   // this process holds one of trust.ledger_keys' keys
 	Problem string // why a key that is set is not held
-}
-
-// KeyFrom reads private (ASTRA_LEDGER_KEY's value) against the keys the
-// policies list.
-func KeyFrom(trust model.Trust, private string) Key {
-	if strings.TrimSpace(private) == "" {
-		return Key{}
-	}
-	k := Key{Set: true}
-	s, err := seal.ParseSigner([]byte(private))
-	if err != nil {
-		k.Problem = KeyEnv + ": " + err.Error()
-		return k
-	}
-	fp := s.Public().Fingerprint()
-	for _, line := range trust.LedgerKeys {
-		if pub, err := seal.ParsePublicKey(line); err == nil && pub.Fingerprint() == fp {
-			k.Held = true
-			return k
-		}
-	}
-	k.Problem = fmt.Sprintf("%s is key %s, which trust.ledger_keys does not list", KeyEnv, fp)
-	return k
 }
 
 func (p *probe) ledgerKey() Check {

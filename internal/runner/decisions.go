@@ -44,6 +44,7 @@ var verbPhrases = map[string]string{
 	model.VerbRollback:        "roll back",
 	model.VerbInitForce:       "overwrite the setup of",
 	model.VerbCorrectClock:    "void",
+	model.VerbTrustResume:     "resume",
 }
 
 // refuse builds the refusal of verb on target by id; sc is the schedule
@@ -295,7 +296,7 @@ func (r *Runner) CorrectClock(ctx context.Context, after time.Time, reason strin
 			return nil, err
 		}
 		var err error
-		if c, err = ledgerops.CorrectClock(ledger.Open(r.opts.Root, r.opts.SegmentSize), s.state(), after, s.now, reason); err != nil {
+		if c, err = ledgerops.CorrectClock(r.store(), s.state(), after, s.now, reason); err != nil {
 			return nil, err
 		}
 		d, err := json.Marshal(c)

@@ -59,7 +59,9 @@ func (s *session) runTask(ctx context.Context, t *task) {
 	ctx, span := s.startSpan(ctx, t)
 	defer func() { s.endSpan(span, t) }()
 	if r.opts.DryRun {
+		s.mu.Lock()
 		s.starting(t)
+		s.mu.Unlock()
 		res := r.dryRun(ctx, t)
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -89,9 +91,9 @@ func (s *session) runTask(ctx context.Context, t *task) {
 			return
 		}
 	}
+	s.starting(t)
 	s.mu.Unlock()
 
-	s.starting(t)
 	req := r.request(t)
 	req.OnWarning = func(w executor.Warning) {
 		s.mu.Lock()
@@ -274,11 +276,9 @@ func (s *session) progress(t *task) {
 	}
 }
 
-// starting reports a task that starts, if anyone listens.
+// starting reports a task that starts, if anyone listens; s.mu is held.
 func (s *session) starting(t *task) {
 	if p := s.r.opts.Progress; p != nil {
-		s.mu.Lock()
-		defer s.mu.Unlock()
 		p.Start(t.sched.Name)
 	}
 }

@@ -191,7 +191,7 @@ func (g *fakeGit) ReadSpill(ctx context.Context, name string) (map[string][]byte
 	return maps.Clone(g.remote.spills[name]), nil
 }
 
-func (g *fakeGit) DeleteSpill(ctx context.Context, name string) error {
+func (g *fakeGit) KeepSpill(ctx context.Context, name, _ string) error {
 	g.remote.mu.Lock()
 	defer g.remote.mu.Unlock()
 	if g.remote.deleteErr != nil {

@@ -50,6 +50,9 @@ func (s *session) admitTier2(ctx context.Context, t *task) (bool, error) {
 	if t.sched.SafetyTier < model.TierExternal {
 		return true, nil
 	}
+	if ok, err := s.admitUntampered(t); !ok {
+		return false, err
+	}
 	v := s.r.checkPosture(ctx)
 	if v.ok {
 		return true, nil

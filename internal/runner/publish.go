@@ -26,7 +26,9 @@ type Syncer interface {
 	PushSpill(ctx context.Context, name string, files map[string][]byte, msg string) error
 	ListSpills(ctx context.Context) ([]string, error)
 	ReadSpill(ctx context.Context, name string) (map[string][]byte, error)
-	DeleteSpill(ctx context.Context, name string) error
+	// KeepSpill moves a spill to prefix (gitops.SpillMerged or
+	// gitops.SpillRefused): no run lists it again, nothing is deleted.
+	KeepSpill(ctx context.Context, name, prefix string) error
 	// CommittedFileSize and RemoteFileSize say how much of a file git
 	// holds, so a ledger repair never cuts committed or pushed events.
 	CommittedFileSize(path string) (int64, bool, error)
@@ -76,6 +78,7 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	if !s.r.opts.StateBranch {
 		paths = append(paths, s.touched...)
 	}
+	paths = append(paths, s.seals.files...)  // what a tamper check put back or kept, on any branch
 	paths = append(paths, s.writes.files...) // tools' declared writes go with their outcomes, on any branch
 	if len(paths) == 0 {
 		return nil
@@ -113,6 +116,7 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	}
 	s.pushed = len(s.j.Recorded())
 	s.report.Pushed, s.report.PushedCommit, s.report.Unpushed = true, hash, 0
+	s.rememberSeen(hash)
 	return nil
 }
 
@@ -201,7 +205,7 @@ func (s *session) checkLoose() {
 // top, leaving out alerts and schedule changes the other runner recorded
 // already.
 func (s *session) reapply(pending []*ledger.Event) error {
-	store := ledger.Open(s.r.opts.Root, s.r.opts.SegmentSize)
+	store := s.r.store()
 	st, tail, err := state.Replay(store, s.now)
 	if err != nil {
 		return errkind.Infraf("replaying the remote ledger: %w", err)
@@ -247,14 +251,23 @@ func (s *session) spill(ctx context.Context, cause error) error {
 	if len(pending) == 0 || s.r.git == nil || s.r.opts.NoPush || ctx.Err() != nil { // interrupted: nothing more goes out
 		return cause
 	}
+	if err := spillable(pending); err != nil {
+		return fmt.Errorf("%w; the events stay in the local commit only: %w", cause, err)
+	}
 	var buf bytes.Buffer
 	for _, e := range pending {
+		if e.Event == ledger.LedgerCheckpoint {
+			continue // the merging run's journal writes its own
+		}
 		buf.Write(ledger.AppendJSON(nil, e))
 		buf.WriteByte('\n')
 	}
 	name := fmt.Sprintf("%s-%d", sanitizeRef(s.r.opts.RunnerID), time.Now().UnixNano())
-	files := map[string][]byte{"events.ndjson": buf.Bytes()}
-	err := s.spillWrites(files)
+	files := map[string][]byte{spillEventsFile: buf.Bytes()}
+	err := s.signSpill(name, files)
+	if err == nil {
+		err = s.spillWrites(files)
+	}
 	if err == nil {
 		err = s.r.git.PushSpill(ctx, name, files, fmt.Sprintf("astra: %d events a run could not push [skip ci]", len(pending)))
 	}
@@ -270,11 +283,12 @@ func (s *session) spill(ctx context.Context, cause error) error {
 // events are safe elsewhere.
 func (s *session) deleteSpills(ctx context.Context) {
 	for _, name := range s.spills {
-		if err := s.r.git.DeleteSpill(ctx, name); err != nil {
-			s.spillNotDeleted(name, err)
+		if err := s.r.git.KeepSpill(ctx, name, gitops.SpillMerged); err != nil {
+			s.spillNotMoved(name, err)
 		}
 	}
 	s.spills = nil
+	s.keepRefused(ctx)
 }
 
 // mergeSpills adds the events of earlier runs' spill refs to the ledger
@@ -293,6 +307,12 @@ func (s *session) mergeSpills(ctx context.Context) error {
 		files, err := s.r.git.ReadSpill(ctx, name)
 		if err != nil {
 			return err
+		}
+		if refused, err := s.refuseSpill(name, files); refused || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
 		}
 		evs, err := s.spillEvents(files)
 		if err != nil {
@@ -320,23 +340,23 @@ func (s *session) deletePushedSpill(ctx context.Context, name string) bool {
 		return false
 	}
 	// Every event of it is on the remote already.
-	if err := s.r.git.DeleteSpill(ctx, name); err != nil {
-		s.spillNotDeleted(name, err)
+	if err := s.r.git.KeepSpill(ctx, name, gitops.SpillMerged); err != nil {
+		s.spillNotMoved(name, err)
 	}
 	return true
 }
 
-// spillNotDeleted notes a merged spill the remote did not delete: the
+// spillNotMoved notes a merged spill the remote did not delete: the
 // remote's failure (exit 3), not a task's; a later run deletes it, and
 // recording its events again never doubles them (notInLedger).
-func (s *session) spillNotDeleted(name string, err error) {
-	s.report.InfraErrors = append(s.report.InfraErrors, fmt.Sprintf("deleting merged spill %s (a later run deletes it): %s", name, s.r.opts.Redact.String(err.Error())))
+func (s *session) spillNotMoved(name string, err error) {
+	s.report.InfraErrors = append(s.report.InfraErrors, fmt.Sprintf("moving merged spill %s to astra/spill-merged/ (a later run moves it): %s", name, s.r.opts.Redact.String(err.Error())))
 }
 
 // spillEvents are the events of a spill's files that the ledger lacks.
 func (s *session) spillEvents(files map[string][]byte) ([]*ledger.Event, error) {
 	var evs []*ledger.Event
-	for _, line := range bytes.Split(bytes.TrimSpace(files["events.ndjson"]), []byte{'\n'}) {
+	for _, line := range bytes.Split(bytes.TrimSpace(files[spillEventsFile]), []byte{'\n'}) {
 		if len(line) == 0 {
 			continue
 		}

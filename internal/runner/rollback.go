@@ -113,7 +113,7 @@ func (r *Runner) rollback(ctx context.Context, run string, id identity.Identity,
 // or an idempotency key) within RollbackWindow of now, and its schedule.
 func (r *Runner) rollbackTarget(now time.Time, run string) (*introspect.Task, *model.Schedule, error) {
 	since := now.Add(-state.RollbackWindow)
-	found, err := introspect.Tasks(ledger.Open(r.opts.Root, r.opts.SegmentSize), now, introspect.Query{Status: "all", Since: since, Output: true})
+	found, err := introspect.Tasks(r.store(), now, introspect.Query{Status: "all", Since: since, Output: true})
 	if err != nil {
 		return nil, nil, errkind.Ledger(err, "")
 	}
@@ -126,7 +126,7 @@ func (r *Runner) rollbackTarget(now time.Time, run string) (*introspect.Task, *m
 		}
 	}
 	if target == nil {
-		if m := introspect.Missing(ledger.Open(r.opts.Root, r.opts.SegmentSize), since); m != "" {
+		if m := introspect.Missing(r.store(), since); m != "" {
 			return nil, nil, errkind.Usagef("no completed run %q in the ledger here; %s", run, m)
 		}
 		return nil, nil, errkind.Usagef("no completed run %q in the last two months (see `astra tasks list --status completed`)", run)

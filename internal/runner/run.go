@@ -87,7 +87,7 @@ func (r *Runner) run(ctx context.Context, command string, decide func(*session) 
 	ctx, span := r.opts.Tracer.Start(ctx, "astra "+command, telemetry.Parent(r.opts.TraceParent),
 		telemetry.Attrs(telemetry.AttrDryRun, r.opts.DryRun))
 	defer func() { span.End(err) }()
-	if p := r.opts.Progress; p != nil {
+	if p := r.opts.Progress; p != nil && command != "plan" { // plan runs nothing; its output is the matrix
 		p.Begin(command, r.opts.Clock().UTC(), r.opts.DryRun)
 	}
 	release, err := r.recoverLeftovers(ctx, command)

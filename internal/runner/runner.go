@@ -100,6 +100,13 @@ type Options struct {
 	// any gives ("" for none).
 	TrustedTime []TimeSource
 	Untimed     string
+	// Seals are a sealed ledger's (package ledgerkey; nil: not sealed):
+	// every store the run opens reads and appends with them (seals.go).
+	Seals *ledger.Seals
+	// SignSpill and VerifySpill seal a spill's events file and check that
+	// seal (package ledgerkey); nil when the ledger is not sealed (spills.go).
+	SignSpill   func(name string, events []byte) ([]byte, error)
+	VerifySpill func(name string, events, sig []byte) error
 }
 
 // Runner runs schedules under the configuration.
@@ -158,20 +165,22 @@ func sleep(ctx context.Context, d time.Duration) error {
 // session is the state of one attempt at a run: a replayed ledger and the
 // journal recording into it.
 type session struct {
-	r       *Runner
-	now     time.Time
-	j       *state.Journal
-	mu      sync.Mutex // guards j and report while tasks run in parallel
-	report  *Report
-	pushed  int               // recorded events already pushed (claims)
-	touched []string          // files other than the journal's this run changed (token files)
-	dropped map[string]string // schedule id -> hash of the token file this run deleted
-	writes  writeLog          // what tools wrote (writes.go)
-	own     *own              // astra's files while tools run (ownfiles.go)
-	spills  []string          // spill refs merged by this run
-	fan     *fanOut           // astra plan: claims go to a job matrix, nothing runs here (fanout.go)
-	newest  time.Time         // ts of the ledger's newest event when replayed
-	label   string            // the commit message's first line, when not the usual
+	r         *Runner
+	now       time.Time
+	j         *state.Journal
+	mu        sync.Mutex // guards j and report while tasks run in parallel
+	report    *Report
+	pushed    int               // recorded events already pushed (claims)
+	touched   []string          // files other than the journal's this run changed (token files)
+	dropped   map[string]string // schedule id -> hash of the token file this run deleted
+	writes    writeLog          // what tools wrote (writes.go)
+	own       *own              // astra's files while tools run (ownfiles.go)
+	spills    []string          // spill refs merged by this run
+	notMerged []string          // spill refs this run refused (spills.go)
+	fan       *fanOut           // astra plan: claims go to a job matrix, nothing runs here (fanout.go)
+	newest    time.Time         // ts of the ledger's newest event when replayed
+	label     string            // the commit message's first line, when not the usual
+	seals     sealWork          // tampering found before the journal opened (seals.go)
 	// riskAccepted: trust.risk_accepted is recorded; postureOutage: the
 	// posture check's outage is reported (posture.go).
 	riskAccepted, postureOutage bool
@@ -181,7 +190,7 @@ type session struct {
 // when asked to.
 func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	now := r.opts.Clock().UTC()
-	store := ledger.Open(r.opts.Root, r.opts.SegmentSize)
+	store := r.store()
 	s := &session{r: r, now: now, report: &Report{Command: command, Now: now, DryRun: r.opts.DryRun}}
 	if r.git == nil && !r.opts.DryRun {
 		s.report.Warnings = append(s.report.Warnings, "without git (--no-git, or not a git repository): the ledger in var/ was written, but nothing is committed or pushed")
@@ -189,7 +198,11 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	if err := s.checkClock(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.checkSeals(ctx); err != nil {
+		return nil, err
+	}
 	st, tail, err := state.Replay(store, now)
+	st, tail, err = s.unsealed(store, st, tail, err)
 	if errors.Is(err, state.ErrIncomplete) && !r.opts.DryRun {
 		if st, tail, err = r.widen(ctx, store, s, err); errors.Is(err, errkind.ErrInfra) {
 			return nil, err
@@ -197,7 +210,7 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	}
 	var ce *ledger.CorruptError
 	if errors.As(err, &ce) && r.opts.Repair && !r.opts.DryRun {
-		if s.report.Repaired, err = ledgerops.Repair(r.opts.Root, r.opts.SegmentSize, r.clock(), r.git); err != nil {
+		if s.report.Repaired, err = ledgerops.Repair(r.opts.Root, r.opts.SegmentSize, r.clock(), r.git, r.opts.Seals); err != nil {
 			return nil, err
 		}
 		st, tail, err = state.Replay(store, now)
@@ -217,6 +230,9 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	}
 	s.j = r.journal(store, st, tail, r.opts.DryRun)
 	s.j.Observe(s.ownWrote)
+	if err := s.recordSeals(tail); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -139,9 +139,9 @@ func TestSpillAfterLastRound(t *testing.T) {
 	}
 }
 
-// A merged spill whose deletion fails is the remote's failure, not a
-// task's: the run exits 3, and the spill is deleted by a later run.
-func TestSpillDeletionFailsIsInfra(t *testing.T) {
+// A merged spill that cannot be moved aside is the remote's failure, not
+// a task's: the run exits 3, and a later run moves it.
+func TestSpillMoveFailsIsInfra(t *testing.T) {
 	e := newEnv(t, daily)
 	e.runDue("2026-11-22T08:00:00Z")
 	e.remote.beforePush = func(n int) {
@@ -155,7 +155,7 @@ func TestSpillDeletionFailsIsInfra(t *testing.T) {
 	e.remote.beforePush = nil
 	e.remote.deleteErr = errors.New("connection reset")
 	rep, err := e.runner("2026-11-22T09:10:00Z").RunDue(context.Background())
-	if errkind.ExitCode(err, false) != errkind.ExitInfra || !strings.Contains(err.Error(), "deleting merged spill") {
+	if errkind.ExitCode(err, false) != errkind.ExitInfra || !strings.Contains(err.Error(), "moving merged spill") {
 		t.Fatalf("exit %d: %v", errkind.ExitCode(err, false), err)
 	}
 	if rep.Failed() {
@@ -283,5 +283,21 @@ func TestLooseObjectsWarned(t *testing.T) {
 	e.git.loose = gitops.Loose{Objects: 512, Bytes: 2 << 30}
 	if rep := e.runDue("2026-11-22T09:00:30Z"); !warned(rep) {
 		t.Fatalf("not warned about 2 GiB of loose objects: %q", rep.Warnings)
+	}
+}
+
+// A spill holding anything but outcomes (here an approval anyone who can
+// push could have written) is refused whole, even unsealed, and recorded.
+func TestSpillWithAnApprovalRefused(t *testing.T) {
+	e := newEnv(t, daily)
+	e.runDue("2026-11-22T08:00:00Z")
+	line := `{"seq":1,"ts":"2026-11-22T08:30:00Z","event":"approval.approved","schedule_id":"a","slot":"2026-11-22T09:00:00Z","status":"approved","by":"octocat","via":"signature","prev":""}`
+	e.remote.spills["evil-1"] = map[string][]byte{spillEventsFile: []byte(line + "\n")}
+	rep := e.runDue("2026-11-22T08:40:00Z")
+	if rep.Merged != 0 || len(e.remote.spills) != 0 {
+		t.Fatalf("merged %d events, %d spills left", rep.Merged, len(e.remote.spills))
+	}
+	if e.count(ledger.SpillRefused, "") != 1 || e.count(ledger.ApprovalApproved, "a") != 0 {
+		t.Fatalf("%d spill.refused, %d approval.approved", e.count(ledger.SpillRefused, ""), e.count(ledger.ApprovalApproved, "a"))
 	}
 }

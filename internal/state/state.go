@@ -118,6 +118,7 @@ type snapshot struct {
 	RolledBack  map[string]time.Time   `json:"rolled_back"`  // run id -> when its rollback completed
 	ActorRuns   map[string][]time.Time `json:"actor_runs"`   // run starts within RateWindow
 	Early       map[string]time.Time   `json:"early"`        // own slots run early by a clock a correction voided: key -> slot (correct.go)
+	Tampered    map[string]time.Time   `json:"tampered"`     // seq of a ledger.tampered no trust.resumed acknowledged since -> its ts
 }
 
 // Schedule is what the ledger says about one schedule.
@@ -261,6 +262,7 @@ func emptySnapshot() snapshot {
 		Known:       map[string]string{},
 		ActorRuns:   map[string][]time.Time{},
 		Early:       map[string]time.Time{},
+		Tampered:    map[string]time.Time{},
 	}
 }
 
@@ -531,6 +533,10 @@ func (s *State) Apply(e *ledger.Event) {
 		s.Moved = moveOf(e)
 	case ledger.ClockCorrected:
 		s.correct(e)
+	case ledger.LedgerTampered:
+		s.Tampered[strconv.FormatInt(e.Seq, 10)] = e.TS
+	case ledger.TrustResumed:
+		clear(s.Tampered)
 	}
 }
 
