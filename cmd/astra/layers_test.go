@@ -45,7 +45,7 @@ var layers = map[string][]string{
 	"internal/introspect":        {"internal/approval", "internal/gate", "internal/ledger", "internal/model", "internal/money", "internal/plan", "internal/state"},
 	"internal/memory":            {"internal/ledger", "internal/model", "internal/state"},
 	"internal/sandbox":           {},
-	"internal/executor":          {"internal/ledger", "internal/model", "internal/redact", "internal/sandbox"},
+	"internal/executor":          {"internal/ledger", "internal/model", "internal/money", "internal/redact", "internal/sandbox"},
 	"internal/tools":             {"internal/introspect", "internal/ledger", "internal/model", "internal/state"},
 	"internal/identity":          {"internal/model"},
 	"internal/posture":           {"internal/approval", "internal/codeowners", "internal/forge", "internal/model", "internal/repofs", "internal/seal"},

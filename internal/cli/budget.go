@@ -4,15 +4,17 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/introspect"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/report"
+	"github.com/astra-gitops/astra/internal/runner"
 )
 
 // budgetOptions are `astra budget`'s: it has no flags of its own.
@@ -26,7 +28,9 @@ func (a *app) budgetCmd() *cobra.Command {
 		Long: `budget shows, for today (UTC), each tier-1+ schedule's per-day run budget
 (per_day, consumed, left, last_reset) and the global spend of the day and
 the month against the limits in policies, with the alert
-level reached and any pause.`,
+level reached and any pause.
+
+` + model.TierZeroRule,
 		Example: `  astra budget
   astra budget --json
   astra budget resume    # lift a global-budget pause (recorded)`,
@@ -69,6 +73,10 @@ func printBudget(w io.Writer, b introspect.Budget) error {
 		switch {
 		case p.Paused != "":
 			state = "PAUSED " + p.Paused
+		case p.Ceiling > 0:
+			state = "resumed: up to " + p.Ceiling.Dollars() + " for the rest of this " + p.Name
+		case !p.ResumedUntil.IsZero():
+			state = "resumed: not limited until " + p.ResumedUntil.Format(time.RFC3339)
 		case p.Resumed:
 			state = "resumed: not limited for the rest of this " + p.Name
 		}
@@ -78,7 +86,7 @@ func printBudget(w io.Writer, b introspect.Budget) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintln(w, "  (HELD: the cost caps of runs that started and have no outcome yet; a run starts only if its cap fits in LEFT)")
+	fmt.Fprintln(w, "  (HELD: the cost caps of open claims, every runner's and plan's; a run is claimed only if its cap fits in LEFT)")
 	if g.AlertLevel > 0 {
 		fmt.Fprintf(w, "  alert level reached: %.0f%%\n", g.AlertLevel*100)
 	}
@@ -99,27 +107,54 @@ func printBudget(w io.Writer, b introspect.Budget) error {
 
 // budgetResumeOptions are `astra budget resume`'s flags.
 type budgetResumeOptions struct {
-	by  string
-	run runFlags
+	extra, until, reason string
+	by                   string
+	run                  runFlags
 }
 
 func (a *app) budgetResumeCmd() *cobra.Command {
 	var o budgetResumeOptions
 	cmd := &cobra.Command{
-		Use:   "resume",
-		Short: "Lift a global-budget pause for the rest of its period (recorded)",
+		Use:   "resume (--extra AMOUNT | --until TIME) --reason TEXT",
+		Short: "Lift a global-budget pause to a new bound (recorded with who and why)",
+		Long: `resume lifts the pause of the day, the month, or both, to a bound it
+records with who resumed and why:
+
+  --extra AMOUNT   the period may spend AMOUNT dollars more than it has
+                   spent: that sum is its ceiling for the rest of the period
+                   (admission and the pause hold at it);
+  --until TIME     no limit until TIME (RFC3339, such as
+                   2026-11-23T00:00:00Z or 2026-11-23T00:00Z), and at most
+                   to the end of the period; from TIME the policy's limit
+                   holds again.
+
+One of them is needed: a resume without a bound is refused. The next
+period starts under the policy's limits whatever the bound.`,
 		Example: `  astra budget            # see whether spend paused runs
-  astra budget resume`,
+  astra budget resume --extra 2.00 --reason "release day: the nightly batch must finish"
+  astra budget resume --until 2026-11-23T00:00Z --reason "incident 12: the rebuild needs the rest of today"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runBudgetResume(cmd.Context(), o) },
 	}
+	f := cmd.Flags()
+	f.StringVar(&o.extra, "extra", "", "spend this many dollars more than the period has spent, for the rest of it")
+	f.StringVar(&o.until, "until", "", "no limit until this time (RFC3339), at most to the end of the period")
+	f.StringVar(&o.reason, "reason", "", "why: recorded with who resumed")
 	byFlag(cmd, &o.by)
-	cmd.Flags().BoolVar(&o.run.noPush, "no-push", false, "commit locally, do not push")
+	f.BoolVar(&o.run.noPush, "no-push", false, "commit locally, do not push")
 	return cmd
 }
 
 // runBudgetResume is `astra budget resume`.
 func (a *app) runBudgetResume(ctx context.Context, o budgetResumeOptions) error {
+	b := runner.ResumeBound{Extra: o.extra, Reason: o.reason}
+	if o.until != "" {
+		t, err := parseUntil(o.until)
+		if err != nil {
+			return err
+		}
+		b.Until = t
+	}
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return err
@@ -132,9 +167,23 @@ func (a *app) runBudgetResume(ctx context.Context, o budgetResumeOptions) error 
 	if err != nil {
 		return err
 	}
-	rep, periods, err := r.Resume(ctx, id)
-	if err == nil {
-		fmt.Fprintf(a.stdout, "resumed: runs go ahead again for the rest of this %s, not limited; the limits hold again from the next\n", strings.Join(periods, " and "))
+	rep, lifted, err := r.Resume(ctx, id, b)
+	for _, l := range lifted {
+		if l.Ceiling > 0 {
+			fmt.Fprintf(a.stdout, "resumed: the %s may spend up to %s for the rest of it; the policy's limit holds again from the next\n", l.Period, l.Ceiling.Dollars())
+		} else {
+			fmt.Fprintf(a.stdout, "resumed: the %s is not limited until %s (at most to its end); then the policy's limit holds again\n", l.Period, l.Until.Format(time.RFC3339))
+		}
 	}
 	return a.finishRecord(rep, err)
+}
+
+// parseUntil reads --until: RFC3339, seconds optional.
+func parseUntil(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04Z07:00"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, errkind.Usagef("--until %q is not an RFC3339 time such as 2026-11-23T00:00:00Z", s)
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"path"
 	"path/filepath"
@@ -132,7 +133,7 @@ func validateDailyBudget(s *model.Schedule, diags *diag.List) {
 		diags.Errorf(at, "omit it for the default of 4", "a tier-1 schedule needs a per_day_budget of at least 1")
 	}
 	if s.SafetyTier == model.TierReadOnly && s.PerDayBudget > 0 {
-		diags.Warnf(at, "remove it", "per_day_budget has no effect on tier 0 (read-only runs are never budget-limited)")
+		diags.Warnf(at, "remove it", "per_day_budget has no effect on tier 0: tier 0 has no per-day run count (its spend still counts against the global budget)")
 	}
 }
 
@@ -492,6 +493,7 @@ func validatePolicies(cfg *model.Config, diags *diag.List) {
 		validateActorEntry(a, diags)
 	}
 	validateGlobalBudget(p.Budget, diags)
+	validatePricing(p, diags)
 }
 
 // validateTaskPolicy checks what a task policy refers to: its tool, its
@@ -546,6 +548,31 @@ func validateGlobalBudget(b model.GlobalBudget, diags *diag.List) {
 	}
 	if !slices.Contains([]string{model.PauseAll, model.PauseNonCritical, model.AlertOnly}, b.OnLimitReached) {
 		diags.Errorf(b.Meta.At("on_limit_reached"), "use pause-all, pause-non-critical or alert-only", "unknown on_limit_reached %q", b.OnLimitReached)
+	}
+	r := b.AlertRoute
+	if r.Webhook != "" {
+		if u, err := url.Parse(r.Webhook); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			diags.Errorf(r.Meta.At("webhook"), "use an absolute http(s) URL", "invalid alert_route webhook URL %q", r.Webhook)
+		}
+	}
+	if r.Issue < 0 {
+		diags.Errorf(r.Meta.At("issue"), "", "alert_route issue number must be positive")
+	}
+}
+
+// validatePricing checks that a tool's rate in budget.pricing names a tool
+// of the catalog (amounts are never negative: the decoder refuses them).
+func validatePricing(p *model.Policies, diags *diag.List) {
+	pr := p.Budget.Pricing
+	for _, name := range slices.Sorted(maps.Keys(pr.Tools)) {
+		if p.Tools[name] != nil {
+			continue
+		}
+		at := pr.Meta.At("tools")
+		if r := pr.Tools[name]; r != nil {
+			at = r.Meta.Pos
+		}
+		diags.Errorf(at, suggest(name, toolNames(p), "tools"), "pricing for tool %q, which is not in the catalog", name)
 	}
 }
 

@@ -40,9 +40,10 @@ func (e *Executor) runExec(ctx context.Context, req Request) Result {
 		return Result{Status: StatusWouldRun, WouldRun: fmt.Sprintf("%s (payload %d bytes on stdin)", shellQuote(argv), len(in))}
 	}
 	g := newGuard(req, len(in)+len(req.PreviousOutput)+len(req.Memory))
-	if limit := g.preflight(); limit != "" {
-		u, _ := g.snapshot(0)
-		return Result{Status: StatusFailed, Reason: ReasonBudgetExceeded, Exceeded: limit, Usage: u, Error: exceededError(limit, req.Budget, u)}
+	if g.preflight() != "" {
+		var res Result
+		g.settle(&res, 0)
+		return res
 	}
 	failed := func(msg string) Result { return Result{Status: StatusFailed, Reason: ReasonError, Error: msg} }
 
@@ -138,6 +139,7 @@ func (e *Executor) runExec(ctx context.Context, req Request) Result {
 		werr = <-waited
 	case <-ctx.Done():
 		stopWhy = "canceled"
+		g.halt()
 		killGroup(cmd, e.opts.KillGrace, waited)
 		werr = <-waited
 	}
@@ -162,14 +164,13 @@ func (e *Executor) runExec(ctx context.Context, req Request) Result {
 		<-drained
 	}
 
-	u, exceeded := g.snapshot(elapsed)
-	res := Result{Status: StatusOK, Output: out.String(), Usage: u}
+	res := Result{Status: StatusOK, Output: out.String()}
 	if req.DryRun {
 		res.Status = StatusDryRun
 	}
+	stopped := g.settle(&res, elapsed)
 	switch {
-	case exceeded != "":
-		res.Status, res.Reason, res.Exceeded, res.Error = StatusFailed, ReasonBudgetExceeded, exceeded, exceededError(exceeded, req.Budget, u)
+	case stopped:
 	case stopWhy == "canceled":
 		res.Status, res.Reason, res.Error = StatusFailed, ReasonCanceled, "astra was interrupted; the tool's process group was killed"
 	case werr != nil:
@@ -336,8 +337,8 @@ func readStdout(r io.Reader, out *ring, g *guard) {
 		chunk, err := br.ReadSlice('\n')
 		if len(chunk) > 0 {
 			if atLineStart && bytes.HasPrefix(chunk, []byte(usagePrefix)) && err == nil {
-				if u, ok := parseUsage(bytes.TrimSpace(chunk[len(usagePrefix):])); ok {
-					g.add(u)
+				if l, ok := parseUsage(bytes.TrimSpace(chunk[len(usagePrefix):])); ok {
+					g.report(l)
 					continue
 				}
 			}

@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -46,13 +45,6 @@ const (
 	LimitToolCalls = "tool_calls"
 )
 
-// usagePrefix starts a usage line on a tool's stdout:
-//
-//	::astra-usage {"tokens":1200,"cost_usd":0.02,"tool_calls":1}
-//
-// Each line reports an increment; fields are optional.
-const usagePrefix = "::astra-usage "
-
 // Request is one tool invocation.
 type Request struct {
 	Tool           *model.Tool
@@ -65,7 +57,8 @@ type Request struct {
 	Event          string // the triggering event's payload, JSON (ASTRA_EVENT)
 	DryRun         bool
 	Dir            string           // working directory of exec tools: the repository root
-	Budget         model.TaskBudget // zero fields: no limit
+	Budget         model.TaskBudget // zero fields: no limit (max_cost_usd 0: spends nothing)
+	Pricing        *model.Pricing   // prices of tokens reported without a cost
 	ToolCallsUsed  int64            // spent by earlier steps of the same chain
 	Getenv         func(string) string
 	OnWarning      func(Warning) // live, once per limit, at 80%
@@ -96,7 +89,10 @@ type Result struct {
 	Exceeded string
 	ExitCode int
 	Output   string
-	Usage    ledger.Usage
+	Usage    ledger.Usage // what the run records: within Bounds of its budget
+	// Reported is set when the tool reported usage beyond Bounds: what it
+	// reported (saturating sums), kept as evidence and never counted.
+	Reported *ledger.Usage
 	WouldRun string
 	Error    string
 }
@@ -190,131 +186,6 @@ func payloadJSON(p map[string]any) []byte {
 	return b
 }
 
-// guard enforces a run's budget as usage arrives (seed 002 BudgetGuard).
-type guard struct {
-	mu        sync.Mutex
-	budget    model.TaskBudget
-	usage     ledger.Usage
-	reported  bool  // the tool reported tokens itself
-	inBytes   int64 // input handed over, for the token estimate
-	outBytes  int64
-	warned    map[string]bool
-	exceeded  string
-	stop      chan struct{} // closed when a limit is reached
-	onWarning func(Warning)
-}
-
-func newGuard(req Request, inBytes int) *guard {
-	g := &guard{budget: req.Budget, inBytes: int64(inBytes), warned: map[string]bool{}, stop: make(chan struct{}), onWarning: req.OnWarning}
-	g.usage.ToolCalls = req.ToolCallsUsed + 1 // this invocation counts
-	return g
-}
-
-// add records usage reported by the tool.
-func (g *guard) add(u ledger.Usage) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if u.Tokens > 0 && !g.reported {
-		g.reported, g.usage.Tokens = true, 0 // the tool's own figure replaces the estimate
-	}
-	g.usage.Tokens += u.Tokens
-	g.usage.Cost += u.Cost
-	g.usage.ToolCalls += u.ToolCalls
-	g.checkLocked()
-}
-
-// output counts output bytes for the token estimate.
-func (g *guard) output(n int) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.outBytes += int64(n)
-	g.checkLocked()
-}
-
-// wallClock is called by the timer at 80% and 100% of the wall clock.
-func (g *guard) wallClock(frac float64) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if frac >= 1 {
-		g.exceed(LimitWallClock)
-		return
-	}
-	g.warn(LimitWallClock, frac)
-}
-
-// estimateLocked counts tokens as 3 characters each (seed 002's
-// conservative rule) while the tool reports no usage of its own; the
-// caller holds the guard's lock.
-func (g *guard) estimateLocked() {
-	if !g.reported {
-		g.usage.Tokens = int64(math.Ceil(float64(g.inBytes+g.outBytes) / 3))
-	}
-}
-
-func (g *guard) checkLocked() {
-	g.estimateLocked()
-	b := g.budget
-	// Integer comparisons (money is micro-dollars): a run stops when it
-	// reaches 100% exactly, not one step late.
-	check := func(limit string, used, max int64) {
-		switch {
-		case used >= max:
-			g.exceed(limit)
-		case used*5 >= max*4: // 80%
-			g.warn(limit, float64(used)/float64(max))
-		}
-	}
-	if b.MaxTokens > 0 {
-		check(LimitTokens, g.usage.Tokens, b.MaxTokens)
-	}
-	// A cost limit of 0 declares a tool that spends nothing: any cost
-	// it reports stops it.
-	if b.MaxCost > 0 || g.usage.Cost > 0 {
-		check(LimitCost, int64(g.usage.Cost), int64(b.MaxCost))
-	}
-	if b.MaxToolCalls > 0 {
-		check(LimitToolCalls, g.usage.ToolCalls, b.MaxToolCalls)
-	}
-}
-
-func (g *guard) warn(limit string, frac float64) {
-	if g.warned[limit] || g.exceeded != "" {
-		return
-	}
-	g.warned[limit] = true
-	if g.onWarning != nil {
-		g.onWarning(Warning{Limit: limit, Snapshot: g.usage, Fraction: frac})
-	}
-}
-
-func (g *guard) exceed(limit string) {
-	if g.exceeded != "" {
-		return
-	}
-	g.warn(limit, 0.8) // a jump straight past 80% still warns first
-	g.exceeded = limit
-	close(g.stop)
-}
-
-func (g *guard) snapshot(wall time.Duration) (ledger.Usage, string) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.estimateLocked()
-	u := g.usage
-	u.WallClockMS = wall.Milliseconds()
-	return u, g.exceeded
-}
-
-// parseUsage reads the JSON of a usage line.
-func parseUsage(b []byte) (ledger.Usage, bool) {
-	var u ledger.Usage
-	if json.Unmarshal(b, &u) != nil || u.Tokens < 0 || u.Cost < 0 || u.ToolCalls < 0 {
-		return ledger.Usage{}, false
-	}
-	u.WallClockMS = 0 // astra measures the wall clock itself
-	return u, true
-}
-
 // ring keeps the last n bytes written to it.
 type ring struct {
 	mu  sync.Mutex
@@ -347,21 +218,6 @@ func (r *ring) String() string {
 	return string(b)
 }
 
-// exceededError words a budget stop for the ledger.
-func exceededError(limit string, b model.TaskBudget, u ledger.Usage) string {
-	switch limit {
-	case LimitTokens:
-		return fmt.Sprintf("stopped at %d tokens: budget max_tokens %d", u.Tokens, b.MaxTokens)
-	case LimitCost:
-		return fmt.Sprintf("stopped at %s: budget max_cost_usd %s", u.Cost.Dollars(), b.MaxCost.Dollars())
-	case LimitToolCalls:
-		return fmt.Sprintf("stopped at %d tool calls: budget max_tool_calls %d", u.ToolCalls, b.MaxToolCalls)
-	case LimitWallClock:
-		return fmt.Sprintf("killed after %s: budget max_wall_clock", b.MaxWallClock.D())
-	}
-	return "budget exceeded"
-}
-
 // runFunc runs builtin and github tools, which the caller implements.
 func (e *Executor) runFunc(ctx context.Context, req Request) Result {
 	fn := func(ctx context.Context) (string, error) {
@@ -378,9 +234,10 @@ func (e *Executor) runFunc(ctx context.Context, req Request) Result {
 	}
 	in := payloadJSON(req.Payload)
 	g := newGuard(req, len(in)+len(req.PreviousOutput)+len(req.Memory))
-	if limit := g.preflight(); limit != "" {
-		u, _ := g.snapshot(0)
-		return Result{Status: StatusFailed, Reason: ReasonBudgetExceeded, Exceeded: limit, Usage: u, Error: exceededError(limit, req.Budget, u)}
+	if g.preflight() != "" {
+		var res Result
+		g.settle(&res, 0)
+		return res
 	}
 	start := time.Now()
 	if d := req.Budget.MaxWallClock.D(); d > 0 {
@@ -390,32 +247,19 @@ func (e *Executor) runFunc(ctx context.Context, req Request) Result {
 	}
 	out, err := fn(ctx)
 	g.output(len(out))
-	u, exceeded := g.snapshot(time.Since(start))
-	res := Result{Status: StatusOK, Output: tailOf(out, e.opts.OutputTail), Usage: u}
+	res := Result{Status: StatusOK, Output: tailOf(out, e.opts.OutputTail)}
 	if req.DryRun && req.Tool.Kind == model.KindGitHub {
 		res.Status = StatusDryRun
 	}
+	stopped := g.settle(&res, time.Since(start))
 	switch {
-	case exceeded != "":
-		res.Status, res.Reason, res.Exceeded, res.Error = StatusFailed, ReasonBudgetExceeded, exceeded, exceededError(exceeded, req.Budget, u)
+	case stopped:
 	case ctx.Err() == context.DeadlineExceeded:
-		res.Status, res.Reason, res.Exceeded, res.Error = StatusFailed, ReasonBudgetExceeded, LimitWallClock, exceededError(LimitWallClock, req.Budget, u)
+		res.Status, res.Reason, res.Exceeded, res.Error = StatusFailed, ReasonBudgetExceeded, LimitWallClock, exceededError(LimitWallClock, req.Budget, res.Usage)
 	case err != nil:
 		res.Status, res.Reason, res.Error = StatusFailed, ReasonError, err.Error()
 	}
 	return res
-}
-
-// preflight refuses a run whose chain already spent its tool calls.
-func (g *guard) preflight() string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if m := g.budget.MaxToolCalls; m > 0 && g.usage.ToolCalls > m {
-		g.exceeded = LimitToolCalls
-		close(g.stop)
-		return LimitToolCalls
-	}
-	return ""
 }
 
 func tailOf(s string, n int) string {

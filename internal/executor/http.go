@@ -60,9 +60,10 @@ func (e *Executor) runHTTP(ctx context.Context, req Request) Result {
 		return Result{Status: StatusWouldRun, WouldRun: fmt.Sprintf("%s %s (body %d bytes%s)", t.Method, t.URL, len(body), signed)}
 	}
 	g := newGuard(req, len(body))
-	if limit := g.preflight(); limit != "" {
-		u, _ := g.snapshot(0)
-		return Result{Status: StatusFailed, Reason: ReasonBudgetExceeded, Exceeded: limit, Usage: u, Error: exceededError(limit, req.Budget, u)}
+	if g.preflight() != "" {
+		var res Result
+		g.settle(&res, 0)
+		return res
 	}
 	start := time.Now()
 	var res Result
@@ -75,12 +76,14 @@ func (e *Executor) runHTTP(ctx context.Context, req Request) Result {
 		if err := e.opts.Sleep(ctx, time.Duration(1<<(attempt-1))*time.Second); err != nil {
 			break
 		}
-		g.add(ledger.Usage{ToolCalls: 1}) // each attempt is a tool call
+		g.add(ledger.Usage{ToolCalls: 1}, false) // each attempt is a tool call
 	}
-	u, exceeded := g.snapshot(time.Since(start))
-	res.Usage = u
-	if exceeded != "" && res.Status == StatusOK {
-		res.Status, res.Reason, res.Exceeded, res.Error = StatusFailed, ReasonBudgetExceeded, exceeded, exceededError(exceeded, req.Budget, u)
+	// A budget stop outranks the answer's own failure only when the answer
+	// succeeded, or when the report itself was past the run's bounds.
+	failed := res
+	if g.settle(&res, time.Since(start)) && failed.Status != StatusOK && res.Reported == nil {
+		failed.Usage = res.Usage
+		res = failed
 	}
 	return res
 }
@@ -141,8 +144,8 @@ func (e *Executor) httpOnce(ctx context.Context, req Request, body, secret []byt
 		Usage json.RawMessage `json:"usage"`
 	}
 	if json.Unmarshal(data, &withUsage) == nil && len(withUsage.Usage) > 0 {
-		if u, ok := parseUsage(withUsage.Usage); ok {
-			g.add(u)
+		if l, ok := parseUsage(withUsage.Usage); ok {
+			g.report(l)
 		}
 	}
 	res := Result{Status: StatusOK, Output: tailOf(string(data), e.opts.OutputTail)}

@@ -24,7 +24,7 @@ func BenchmarkAdmit(b *testing.B) {
 		st.Apply(&ledger.Event{Event: ledger.RunClaimed, ScheduleID: "c", IdempotencyKey: fmt.Sprintf("c@%d", i), TS: now, Tier: 1, Limit: money.Dollar / 2})
 	}
 	in := Input{Schedule: sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo"; s.Budget.MaxCost = money.Dollar / 2 }),
-		Policies: p, State: st, Now: now, Held: 2 * money.Dollar}
+		Policies: p, State: st, Now: now}
 	for b.Loop() {
 		if _, refused := Admit(in); refused {
 			b.Fatal("refused")

@@ -9,9 +9,10 @@
 //  4. global spend: a pause (pause-all, or pause-non-critical for
 //     non-critical schedules) holds every schedule that can spend, whatever
 //     its tier; and a run is admitted only if its cost cap fits in what is
-//     left of the day and the month after what was spent and what running
-//     claims hold (see Spend)
-//  5. per-day budget (tier 1 default 4; tier 0 is never limited)
+//     left of the day and the month after what was spent and what every
+//     open claim on the remote holds (see Admit)
+//  5. per-day run count (tier 1 default 4; tier 0 has none, but step 4
+//     holds it like any tier: only free runs pass a pause)
 //  6. approval: tier 2, task policy auto_execute=false, tool
 //     requires_approval, autonomy L0/L1, or tool risk above the policy's
 //     max_risk_level — the strictest of them wins
@@ -61,10 +62,9 @@ type Input struct {
 	Policies *model.Policies
 	State    *state.State
 	Now      time.Time
-	// Held is what the runs this runner is running now may still spend:
-	// the sum of their cost caps, counted against the limits with the
-	// spend recorded so far.
-	Held money.USD
+	// Claimed: the run's own claim is among the open claims (admission
+	// again as it starts), so its cap is counted there and not again.
+	Claimed bool
 }
 
 // Check applies the gates in order.
@@ -142,14 +142,16 @@ func Reserve(s *model.Schedule, tool *model.Tool) money.USD {
 	return s.Budget.MaxCost
 }
 
-// Admit applies the global budget to a run about to start: pauses, then
-// admission. A run starts only if spent + held + its own cost cap fits in
-// each period's limit, so within a runner spend never crosses a limit by
-// more than what a running run's last usage report adds past its own cap.
-// Runs of other runners running at the same moment are not seen until they
-// record their outcome: across runners the overshoot is bounded by their
-// runs in flight (each at most its cap). The second result is false when
-// the budget lets the run go.
+// Admit applies the global budget to a run: pauses, then admission. A run
+// is claimed only if spent + the caps of every open claim in the ledger
+// (this runner's, other runners' and shards', a plan's queued jobs';
+// state.Reserved) + its own cap fits in each period's limit. The claim's
+// push is the compare-and-swap: a runner that decided on a stale ledger
+// loses the push race and decides again on the remote's, so the caps of
+// the open claims and the spend never pass a limit together, however many
+// runners race. Spend then crosses a limit only by what runs report past
+// their own caps (a run records at most twice its cap). The second result
+// is false when the budget lets the run go.
 func Admit(in Input) (Decision, bool) {
 	s, p, st := in.Schedule, in.Policies, in.State
 	tool := p.Tools[s.TargetTool]
@@ -176,13 +178,17 @@ func Admit(in Input) (Decision, bool) {
 		period string
 		limit  money.USD
 	}{{"day", b.DailyLimit}, {"month", b.MonthlyLimit}} {
-		if c.limit <= 0 || st.ResumedIn(c.period) {
+		limit, limited := st.Limit(c.period, c.limit) // a resume's bound, else the policy's
+		if !limited {
 			continue
 		}
-		spent, held := st.Spent(c.period), in.Held
-		if spent+held+cap > c.limit {
-			return skip(ledger.ReasonBudget, "this run could spend up to %s, and the %s has %s left of its %s limit (%s spent, %s held by running runs)",
-				cap.Dollars(), c.period, max(c.limit-spent-held, 0).Dollars(), c.limit.Dollars(), spent.Dollars(), held.Dollars()), true
+		spent, held := st.Spent(c.period), st.Reserved(c.period)
+		if in.Claimed {
+			held = max(held-cap, 0) // its own claim is among the open ones
+		}
+		if spent.Add(held).Add(cap) > limit { // saturating: a huge spend never wraps to money left
+			return skip(ledger.ReasonBudget, "this run could spend up to %s, and the %s has %s left of its %s limit (%s spent, %s held by open claims)",
+				cap.Dollars(), c.period, max(limit.Add(-spent.Add(held)), 0).Dollars(), limit.Dollars(), spent.Dollars(), held.Dollars()), true
 		}
 	}
 	return Decision{}, false

@@ -94,7 +94,7 @@ func TestCheck(t *testing.T) {
 		}, Run, "", ""},
 		{"admission: the cap does not fit what is left", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), func(st *state.State) {
 			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now, Usage: ledger.Usage{Cost: 4*money.Dollar + money.Dollar*6/10}})
-		}, Skip, ledger.ReasonBudget, "the day has $0.40 left of its $5.00 limit ($4.60 spent, $0.00 held by running runs)"},
+		}, Skip, ledger.ReasonBudget, "the day has $0.40 left of its $5.00 limit ($4.60 spent, $0.00 held by open claims)"},
 		{"admission: a run that fits exactly", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), func(st *state.State) {
 			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now, Usage: ledger.Usage{Cost: 4*money.Dollar + money.Dollar/2}})
 		}, Run, "", ""},
@@ -102,6 +102,18 @@ func TestCheck(t *testing.T) {
 			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now, Usage: ledger.Usage{Cost: 6 * money.Dollar}})
 			st.Apply(&ledger.Event{Event: ledger.BudgetResumed, Period: "day", TS: now})
 		}, Run, "", ""},
+		{"admission: a resume's ceiling", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), func(st *state.State) {
+			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now, Usage: ledger.Usage{Cost: 6 * money.Dollar}})
+			st.Apply(&ledger.Event{Event: ledger.BudgetResumed, Period: "day", TS: now, Limit: 6*money.Dollar + money.Dollar/4})
+		}, Skip, ledger.ReasonBudget, "the day has $0.25 left of its $6.25 limit"},
+		{"admission: resumed until a time not yet come", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), func(st *state.State) {
+			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now, Usage: ledger.Usage{Cost: 6 * money.Dollar}})
+			st.Apply(&ledger.Event{Event: ledger.BudgetResumed, Period: "day", TS: now, ExpiresAt: now.Add(time.Second)})
+		}, Run, "", ""},
+		{"admission: resumed until a time past", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), func(st *state.State) {
+			st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now.Add(-time.Hour), Usage: ledger.Usage{Cost: 6 * money.Dollar}})
+			st.Apply(&ledger.Event{Event: ledger.BudgetResumed, Period: "day", TS: now.Add(-time.Hour), ExpiresAt: now})
+		}, Skip, ledger.ReasonBudget, "the day has $0.00 left of its $5.00 limit"},
 		{"rate limit per minute", sched("read", "n8n_workflow_7"), func(st *state.State) {
 			for i := range 2 {
 				st.Apply(&ledger.Event{Event: ledger.RunClaimed, ScheduleID: "x", IdempotencyKey: "k" + string(rune('a'+i)), Actor: "n8n_workflow_7", TS: now.Add(-10 * time.Second)})
@@ -145,18 +157,25 @@ func TestStrictestWins(t *testing.T) {
 	}
 }
 
-// Runs already running hold their caps: a run that would fit the spend
-// alone does not fit with them.
-func TestAdmitCountsHeld(t *testing.T) {
+// Every open claim in the ledger holds its cap, whichever runner made it:
+// a run that would fit the spend alone does not fit beside them. A claim
+// past its deadline holds nothing; a run's own claim counts once.
+func TestAdmitCountsOpenClaims(t *testing.T) {
 	st := state.New(now)
 	st.Apply(&ledger.Event{Event: ledger.RunCompleted, ScheduleID: "o", IdempotencyKey: "o@1", TS: now, Usage: ledger.Usage{Cost: 3 * money.Dollar}})
 	in := Input{Schedule: sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), Policies: policies(), State: st, Now: now}
 	if _, refused := Admit(in); refused {
-		t.Fatal("refused with nothing running")
+		t.Fatal("refused with nothing claimed")
 	}
-	in.Held = 2 * money.Dollar
+	// Another runner's claim of $2.00, live until 10 minutes from now.
+	st.Apply(&ledger.Event{Event: ledger.RunClaimed, Status: ledger.StatusClaimed, ScheduleID: "x", IdempotencyKey: "x@1", Runner: "other", TS: now,
+		Tier: 1, Limit: 2 * money.Dollar, ExpiresAt: now.Add(10 * time.Minute)})
 	d, refused := Admit(in)
-	if !refused || !strings.Contains(d.Detail, "$3.00 spent, $2.00 held by running runs") {
-		t.Fatalf("with $2.00 held: %v %q", refused, d.Detail)
+	if !refused || !strings.Contains(d.Detail, "$3.00 spent, $2.00 held by open claims") {
+		t.Fatalf("beside another runner's claim: %v %q", refused, d.Detail)
+	}
+	in.State.Now = now.Add(10 * time.Minute) // past its deadline: its runner is gone
+	if d, refused := Admit(in); refused {
+		t.Fatalf("an expired claim held the budget: %q", d.Detail)
 	}
 }

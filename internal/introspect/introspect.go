@@ -124,15 +124,26 @@ type ScheduleBudget struct {
 type Period struct {
 	Name     string    `json:"period"` // day | month
 	Spent    money.USD `json:"spent_usd"`
-	Reserved money.USD `json:"reserved_usd"` // cost caps of runs that started and have no outcome yet
+	Reserved money.USD `json:"reserved_usd"` // cost caps of open claims (every runner's) before their deadlines
 	Limit    money.USD `json:"limit_usd"`    // 0: no limit
 	Tokens   int64     `json:"tokens"`
 	Paused   string    `json:"paused,omitempty"` // "since <time> (<mode>)" while paused
 	Resumed  bool      `json:"resumed,omitempty"`
+	// A resume's bound: the ceiling for the rest of the period, or no
+	// limit until ResumedUntil.
+	Ceiling      money.USD `json:"ceiling_usd,omitempty"`
+	ResumedUntil time.Time `json:"resumed_until,omitzero"`
 }
 
-// Left is what the period can still admit: limit - spent - reserved.
-func (p Period) Left() money.USD { return max(p.Limit-p.Spent-p.Reserved, 0) }
+// Left is what the period can still admit: its limit (a resume's ceiling)
+// less spent and reserved.
+func (p Period) Left() money.USD {
+	limit := p.Limit
+	if p.Ceiling > 0 {
+		limit = p.Ceiling
+	}
+	return max(limit.Add(-p.Spent.Add(p.Reserved)), 0)
+}
 
 // GlobalBudget is spend against the day's and the month's limits.
 type GlobalBudget struct {
@@ -165,7 +176,13 @@ type Budget struct {
 func BudgetReport(cfg *model.Config, st *state.State) Budget {
 	b := cfg.Policies.Budget
 	period := func(name string, limit money.USD, tokens int64) Period {
-		p := Period{Name: name, Spent: st.Spent(name), Reserved: st.Reserved(name), Limit: limit, Tokens: tokens, Resumed: st.ResumedIn(name)}
+		p := Period{Name: name, Spent: st.Spent(name), Reserved: st.Reserved(name), Limit: limit, Tokens: tokens}
+		if r := st.ResumedIn(name); r != nil {
+			p.Resumed, p.Ceiling = true, r.Ceiling
+			if st.Now.Before(r.Until) {
+				p.ResumedUntil = r.Until
+			}
+		}
 		if pz := st.Pauses[name]; pz != nil {
 			p.Paused = fmt.Sprintf("since %s (%s)", pz.Since.Format(time.RFC3339), pz.Mode)
 		}

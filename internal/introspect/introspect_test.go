@@ -311,7 +311,7 @@ func TestBudgetReport(t *testing.T) {
 		t.Errorf("paused %q, want %q", g.Paused(), want)
 	}
 	want := []ScheduleBudget{
-		{ScheduleID: "reader", Name: "reader", Tier: 0, LastReset: "2026-11-20"}, // never budget-limited
+		{ScheduleID: "reader", Name: "reader", Tier: 0, LastReset: "2026-11-20"}, // no per-day run count
 		{ScheduleID: "writer", Name: "writer", Tier: 1, PerDay: 3, Consumed: 2, Left: 1, LastReset: "2026-11-20"},
 		{ScheduleID: "spender", Name: "spender", Tier: 2, PerDay: 1, Consumed: 1, Left: 0, LastReset: "2026-11-20"}, // its live claim counts
 	}

@@ -23,7 +23,11 @@ import (
 // allow. TestCodecAgreesWithEncodingJSON and FuzzDecode hold the decoder to
 // encoding/json's reading of every line.
 
-// AppendJSON appends e as one JSON object (no newline) to dst.
+// AppendJSON appends e as one JSON object (no newline) to dst. It never
+// writes what the decoder refuses: a value beyond what a field can be read
+// back as is written at that field's bound (money at ±money.Max, tier,
+// attempt and pr within int32, times within the years 0 to 9999). A line
+// the decoder refused would stop every later command.
 func AppendJSON(dst []byte, e *Event) []byte {
 	dst = append(dst, `{"seq":`...)
 	dst = strconv.AppendInt(dst, e.Seq, 10)
@@ -37,13 +41,13 @@ func AppendJSON(dst []byte, e *Event) []byte {
 	dst = appendStringField(dst, `,"tenant":`, e.Tenant, false)
 	dst = appendStringField(dst, `,"tool":`, e.Tool, true)
 	dst = append(dst, `,"tier":`...)
-	dst = strconv.AppendInt(dst, int64(e.Tier), 10)
+	dst = strconv.AppendInt(dst, small(e.Tier), 10)
 	dst = appendStringField(dst, `,"autonomy":`, e.Autonomy, false)
 	dst = appendStringField(dst, `,"status":`, e.Status, true)
 	dst = appendStringField(dst, `,"reason":`, e.Reason, false)
 	dst = appendStringField(dst, `,"trace_id":`, e.TraceID, true)
 	dst = appendStringField(dst, `,"scheduled_vs_manual":`, e.Mode, true)
-	dst = appendIntField(dst, `,"attempt":`, int64(e.Attempt))
+	dst = appendIntField(dst, `,"attempt":`, small(e.Attempt))
 	if !e.Usage.IsZero() {
 		dst = append(dst, `,"usage":{`...)
 		n := len(dst)
@@ -56,7 +60,7 @@ func AppendJSON(dst []byte, e *Event) []byte {
 	}
 	dst = appendStringField(dst, `,"output":`, e.Output, false)
 	dst = appendStringField(dst, `,"error":`, e.Error, false)
-	dst = appendIntField(dst, `,"pr":`, int64(e.PR))
+	dst = appendIntField(dst, `,"pr":`, small(e.PR))
 	dst = appendStringField(dst, `,"by":`, e.By, false)
 	dst = appendTimeField(dst, `,"expires_at":`, e.ExpiresAt, false)
 	dst = appendStringField(dst, `,"payload_hash":`, e.PayloadHash, false)
@@ -93,6 +97,10 @@ func appendIntField(dst []byte, key string, v int64) []byte {
 	return strconv.AppendInt(append(dst, key...), v, 10)
 }
 
+// small is an int field as written: within int32, which the decoder reads
+// on every platform (smallInt).
+func small(v int) int64 { return min(max(int64(v), math.MinInt32), math.MaxInt32) }
+
 func appendFloatField(dst []byte, key string, v float64) []byte {
 	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 		return dst
@@ -115,6 +123,12 @@ func appendMoneyField(dst []byte, key string, v money.USD) []byte {
 // TimeLayout is how the ledger writes times: UTC, whole seconds.
 const TimeLayout = "2006-01-02T15:04:05Z"
 
+// The times TimeLayout can write and RFC 3339 read back: four-digit years.
+var (
+	minTime = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+)
+
 func appendTimeField(dst []byte, key string, t time.Time, always bool) []byte {
 	if t.IsZero() {
 		if always {
@@ -124,7 +138,13 @@ func appendTimeField(dst []byte, key string, t time.Time, always bool) []byte {
 	}
 	dst = append(dst, key...)
 	dst = append(dst, '"')
-	dst = t.UTC().Truncate(time.Second).AppendFormat(dst, TimeLayout)
+	t = t.UTC().Truncate(time.Second)
+	if t.Before(minTime) {
+		t = minTime
+	} else if t.After(maxTime) {
+		t = maxTime
+	}
+	dst = t.AppendFormat(dst, TimeLayout)
 	return append(dst, '"')
 }
 

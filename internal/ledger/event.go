@@ -106,8 +106,12 @@ const (
 	ReasonTampered        = "tampered"    // tier 2 after ledger.tampered, until astra trust resume
 
 	ReasonBudgetExceeded = "budget_exceeded"
-	ReasonLost           = "lost" // claimed, runner died before recording an outcome
-	ReasonExit           = "exit" // non-zero exit or HTTP error
+	// ReasonUsageAnomaly marks the budget.warning of a run whose tool
+	// reported usage past its bounds: its Usage is what was reported,
+	// which no sum counts (the run recorded its bounds).
+	ReasonUsageAnomaly = "usage_anomaly"
+	ReasonLost         = "lost" // claimed, runner died before recording an outcome
+	ReasonExit         = "exit" // non-zero exit or HTTP error
 
 	// ReasonFanOut marks a run.claimed made by astra plan for a job of a
 	// GitHub Actions matrix: the job takes it with astra run --claim.
@@ -166,9 +170,21 @@ type Usage struct {
 // IsZero reports whether nothing was consumed.
 func (u Usage) IsZero() bool { return u == Usage{} }
 
-// Add returns the sum of two snapshots.
+// MaxCount is the most tokens, tool calls or milliseconds a sum of usage
+// reaches (2^53-1): counts saturate there instead of wrapping negative, and
+// every JSON reader (jq, JavaScript) still reads the number exactly.
+const MaxCount = 1<<53 - 1
+
+// AddCount is a+b for usage counts, which are never negative: saturating
+// at MaxCount, a negative operand counting as 0.
+func AddCount(a, b int64) int64 {
+	a, b = min(max(a, 0), MaxCount), min(max(b, 0), MaxCount)
+	return min(a+b, MaxCount) // each <= 2^53: no overflow
+}
+
+// Add returns the sum of two snapshots, saturating (AddCount, money.USD.Add).
 func (u Usage) Add(o Usage) Usage {
-	return Usage{u.Tokens + o.Tokens, u.Cost + o.Cost, u.WallClockMS + o.WallClockMS, u.ToolCalls + o.ToolCalls}
+	return Usage{AddCount(u.Tokens, o.Tokens), u.Cost.Add(o.Cost), AddCount(u.WallClockMS, o.WallClockMS), AddCount(u.ToolCalls, o.ToolCalls)}
 }
 
 // Event is one ledger line. Seq and Prev are assigned by the writer.

@@ -99,11 +99,57 @@ type RateLimit struct {
 
 // GlobalBudget is the spend ceiling across all schedules (seed 002 GlobalBudgetGuard).
 type GlobalBudget struct {
-	Meta            Meta      `yaml:"-" json:"-"`
-	DailyLimit      money.USD `yaml:"daily_limit_usd" json:"daily_limit_usd" doc:"Default 5.00."`
-	MonthlyLimit    money.USD `yaml:"monthly_limit_usd" json:"monthly_limit_usd" doc:"Default 50.00."`
-	AlertThresholds []float64 `yaml:"alert_thresholds" json:"alert_thresholds" doc:"Fractions of a limit that raise budget.warning (default 0.5, 0.8, 0.9)."`
-	OnLimitReached  string    `yaml:"on_limit_reached" json:"on_limit_reached" enum:"pause-all,pause-non-critical,alert-only" doc:"Default pause-all."`
+	Meta            Meta       `yaml:"-" json:"-"`
+	DailyLimit      money.USD  `yaml:"daily_limit_usd" json:"daily_limit_usd" doc:"Default 5.00."`
+	MonthlyLimit    money.USD  `yaml:"monthly_limit_usd" json:"monthly_limit_usd" doc:"Default 50.00."`
+	AlertThresholds []float64  `yaml:"alert_thresholds" json:"alert_thresholds" doc:"Fractions of a limit that raise budget.warning (default 0.5, 0.8, 0.9)."`
+	OnLimitReached  string     `yaml:"on_limit_reached" json:"on_limit_reached" enum:"pause-all,pause-non-critical,alert-only" doc:"Default pause-all."`
+	Pricing         Pricing    `yaml:"pricing" json:"pricing,omitzero" doc:"Prices of tokens, for tools that report tokens without a cost."`
+	AlertRoute      AlertRoute `yaml:"alert_route" json:"alert_route,omitzero" doc:"Where budget alerts reach people besides the log, job summary and dashboard: each threshold and each pause once per period, and usage a run reported past its bounds."`
+}
+
+// AlertRoute sends the global budget's alerts to people, like a notify
+// result route: a comment on a GitHub issue (once per alert, whichever
+// runner raised it), a POST to a webhook (signed with ASTRA_WEBHOOK_SECRET
+// when set), or both.
+type AlertRoute struct {
+	Meta    Meta   `yaml:"-" json:"-"`
+	Issue   int    `yaml:"issue" json:"issue,omitempty" doc:"GitHub issue number to comment on."`
+	Webhook string `yaml:"webhook" json:"webhook,omitempty" doc:"URL to POST each alert to, as JSON."`
+}
+
+// Pricing turns tokens a tool reports without a cost_usd into dollars: the
+// rate of the model its usage line names, else of the tool. A cost the tool
+// reports itself wins.
+type Pricing struct {
+	Meta   Meta             `yaml:"-" json:"-"`
+	Models map[string]*Rate `yaml:"models" json:"models,omitempty" doc:"Rates by the model a usage line names (\"model\":\"...\")."`
+	Tools  map[string]*Rate `yaml:"tools" json:"tools,omitempty" doc:"Rates by tool name, for usage lines that name no model or one not listed."`
+}
+
+// Rate is the price of a thousand tokens.
+type Rate struct {
+	Meta   Meta      `yaml:"-" json:"-"`
+	Input  money.USD `yaml:"input_per_1k" json:"input_per_1k" doc:"USD per 1,000 input tokens."`
+	Output money.USD `yaml:"output_per_1k" json:"output_per_1k" doc:"USD per 1,000 output tokens; tokens reported without the split are priced at the higher of the two rates."`
+}
+
+// Rate is the rate of a usage line of tool that names model: the model's,
+// else the tool's; nil when neither is priced.
+func (p *Pricing) Rate(tool, model string) *Rate {
+	if p == nil {
+		return nil
+	}
+	if r := p.Models[model]; model != "" && r != nil {
+		return r
+	}
+	return p.Tools[tool]
+}
+
+// Cost is what tokens cost at r: input and output at their rates, tokens
+// reported without the split at the higher rate; rounded up, saturating.
+func (r *Rate) Cost(input, output, unsplit int64) money.USD {
+	return r.Input.PerThousand(input).Add(r.Output.PerThousand(output)).Add(max(r.Input, r.Output).PerThousand(unsplit))
 }
 
 // On-limit actions.

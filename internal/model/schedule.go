@@ -71,7 +71,7 @@ type Schedule struct {
 	TargetTool     string         `yaml:"target_tool" json:"target_tool" doc:"Tool from the policies tool catalog." required:"true"`
 	Payload        map[string]any `yaml:"payload" json:"payload,omitempty" doc:"JSON-compatible input handed to the tool."`
 	SafetyTier     Tier           `yaml:"safety_tier" json:"safety_tier" doc:"0 read_only, 1 local_write, 2 external; defaults to the tool's tier and may only be stricter."`
-	PerDayBudget   int            `yaml:"per_day_budget" json:"per_day_budget" minimum:"0" doc:"Runs per UTC day (tier 1 default 4; tier 0 is never limited)."`
+	PerDayBudget   int            `yaml:"per_day_budget" json:"per_day_budget" minimum:"0" doc:"Runs per UTC day (tier 1 default 4; tier 0 has no run count, but its spend counts against the global budget)."`
 	Enabled        bool           `yaml:"enabled" json:"enabled" doc:"Disabled schedules are never due (default true)."`
 	Priority       int            `yaml:"priority" json:"priority" minimum:"0" maximum:"9" doc:"0-9, higher runs first (default 5)."`
 	Critical       bool           `yaml:"critical" json:"critical,omitempty" doc:"Keeps running when the global budget pauses non-critical work."`

@@ -37,10 +37,17 @@ func (m Meta) At(key string) diag.Pos {
 type Tier int
 
 const (
-	TierReadOnly   Tier = 0 // always runs, never budget-limited
+	TierReadOnly   Tier = 0 // no per-day run count; money counts like any tier's (gate.Admit)
 	TierLocalWrite Tier = 1 // runs within a per-day budget
 	TierExternal   Tier = 2 // runs only with a human approval
 )
+
+// TierZeroRule is the one rule for tier 0 and money, as README.md,
+// docs/design.md and `astra budget --help` state it: gate.Admit does not
+// look at the tier, and gate.Free names the runs a pause lets through.
+const TierZeroRule = `Tier 0 has no per-day run count, but it spends money like any tier: its
+runs are admitted against the global budget and held by a pause; only free
+runs (builtin tools, max_cost_usd: 0) go on during a pause.`
 
 var tierNames = []string{"read_only", "local_write", "external"}
 

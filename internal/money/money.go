@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -22,7 +23,39 @@ type USD int64
 const Dollar USD = 1_000_000
 
 // Max is the largest amount astra accepts anywhere: a billion dollars.
+// Sums saturate at it (Add), and an amount beyond it is written as Max, so
+// whatever astra writes it reads back.
 const Max USD = 1_000_000_000 * Dollar
+
+// Clamp is u within [-Max, Max].
+func (u USD) Clamp() USD { return min(max(u, -Max), Max) }
+
+// Add is u+v, saturating at ±Max: a sum of amounts never wraps around,
+// however many or however large they are.
+func (u USD) Add(v USD) USD {
+	return (u.Clamp() + v.Clamp()).Clamp() // |u|, |v| <= Max: no overflow
+}
+
+// PerThousand is what n units cost at u per thousand, rounded up to the
+// micro-dollar (a price never undercounts) and saturating at Max; n < 0
+// counts as 0.
+func (u USD) PerThousand(n int64) USD {
+	if n <= 0 || u <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(u.Clamp()), uint64(n))
+	if hi >= 1000 { // the quotient would not fit in 64 bits
+		return Max
+	}
+	q, r := bits.Div64(hi, lo, 1000)
+	if r > 0 {
+		q++
+	}
+	if q > uint64(Max) {
+		return Max
+	}
+	return USD(q)
+}
 
 // Parse reads a decimal amount: "0.02", "5", "1.250000", "-0.5". More
 // than six fraction digits, exponents, NaN and the like are errors: an
@@ -44,6 +77,9 @@ func Parse(s string) (USD, error) {
 	}
 	f, _ := strconv.ParseInt((frac + "000000")[:6], 10, 64)
 	v := USD(w)*Dollar + USD(f)
+	if v > Max {
+		return 0, fmt.Errorf("%q is too large an amount", s)
+	}
 	if neg {
 		v = -v
 	}
@@ -71,8 +107,10 @@ func FromFloat(f float64) (USD, error) {
 // String is the shortest exact decimal: 0.02, 1.5, 3.
 func (u USD) String() string { return string(u.Append(nil)) }
 
-// Append appends the shortest exact decimal form of u to b.
+// Append appends the shortest exact decimal form of u to b; an amount
+// beyond ±Max is written as ±Max (see Clamp), which Parse reads.
 func (u USD) Append(b []byte) []byte {
+	u = u.Clamp()
 	if u < 0 {
 		b = append(b, '-')
 		u = -u

@@ -139,8 +139,8 @@ func (m *month) add(e *ledger.Event) {
 	if status != "skipped" {
 		i := e.TS.UTC().Day() - 1
 		day := &m.days[i]
-		m.spent[i] += e.Usage.Cost
-		day.Tokens += e.Usage.Tokens
+		m.spent[i] = m.spent[i].Add(e.Usage.Cost)
+		day.Tokens = ledger.AddCount(day.Tokens, e.Usage.Tokens)
 		day.Runs++
 	}
 	s := m.stats[e.ScheduleID]

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/astra-gitops/astra/internal/errkind"
@@ -14,6 +15,7 @@ import (
 	"github.com/astra-gitops/astra/internal/ledgerops"
 	"github.com/astra-gitops/astra/internal/memory"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/money"
 	"github.com/astra-gitops/astra/internal/state"
 )
 
@@ -152,30 +154,75 @@ func (r *Runner) ReleaseDeadLetters(ctx context.Context, ref string, id identity
 	return rep, released, err
 }
 
+// ResumeBound is what a budget resume lifts a pause to: Extra dollars more
+// than the period's spend for the rest of the period (a decimal such as
+// "2.00"), or no limit until Until (at most to the period's end), never
+// both; Reason says why, recorded with who.
+type ResumeBound struct {
+	Extra  string
+	Until  time.Time
+	Reason string
+}
+
+// Resumed is one period a resume lifted, and its bound.
+type Resumed struct {
+	Period  string
+	Ceiling money.USD // the period's limit for the rest of it; 0 with Until
+	Until   time.Time
+}
+
 // Resume lifts the global-budget pauses (the day's, the month's, or both)
-// and the admission check of those periods for the rest of them, and
-// returns the periods it lifted. The limits stay: the next period starts
-// under them again.
-func (r *Runner) Resume(ctx context.Context, id identity.Identity) (*Report, []string, error) {
-	var periods []string
+// to the bound b, and returns the periods it lifted. A resume without a
+// bound is refused: it would lift the ceiling for the rest of the period.
+// The policy's limits stay: the next period starts under them again.
+func (r *Runner) Resume(ctx context.Context, id identity.Identity, b ResumeBound) (*Report, []Resumed, error) {
+	var extra money.USD
+	switch {
+	case strings.TrimSpace(b.Reason) == "":
+		return nil, nil, errkind.Usagef("say why the budget is resumed (--reason): it is recorded with who resumed it")
+	case (b.Extra == "") == b.Until.IsZero():
+		return nil, nil, errkind.Usagef("a resume needs a bound: --extra AMOUNT (spend that much more this period) or --until TIME (no limit until then), one of them")
+	case b.Extra != "":
+		var err error
+		if extra, err = money.Parse(b.Extra); err != nil || extra <= 0 {
+			return nil, nil, errkind.Usagef("--extra %q is not an amount of dollars above 0, such as 2.00", b.Extra)
+		}
+	}
+	var lifted []Resumed
 	rep, err := r.record(ctx, "budget resume", func(s *session) ([]*ledger.Event, error) {
 		if err := s.permit(ctx, model.VerbResume, "the global budget", id, nil); err != nil {
 			return nil, err
 		}
+		if !b.Until.IsZero() && !b.Until.After(s.now) {
+			return nil, errkind.Usagef("--until %s is not after now (%s)", b.Until.UTC().Format(time.RFC3339), s.now.UTC().Format(time.RFC3339))
+		}
 		st := s.state()
+		why := s.r.opts.Redact.String(b.Reason)
 		var evs []*ledger.Event
 		for _, period := range []string{"day", "month"} {
-			if st.Pauses[period] != nil {
-				periods = append(periods, period)
-				evs = append(evs, &ledger.Event{Event: ledger.BudgetResumed, Status: ledger.StatusResumed, Period: period, By: by(id), Spent: st.Spent(period)})
+			if st.Pauses[period] == nil {
+				continue
 			}
+			spent := st.Spent(period)
+			ev := &ledger.Event{Event: ledger.BudgetResumed, Status: ledger.StatusResumed, Period: period, By: by(id), Spent: spent}
+			res := Resumed{Period: period}
+			if extra > 0 {
+				ev.Limit = spent.Add(extra)
+				res.Ceiling = ev.Limit
+				ev.Error = fmt.Sprintf("up to %s for the rest of the %s (%s spent + %s): %s", ev.Limit.Dollars(), period, spent.Dollars(), extra.Dollars(), why)
+			} else {
+				ev.ExpiresAt = b.Until.UTC().Truncate(time.Second)
+				res.Until = ev.ExpiresAt
+				ev.Error = fmt.Sprintf("no limit until %s, at most to the end of the %s: %s", ev.ExpiresAt.Format(time.RFC3339), period, why)
+			}
+			evs, lifted = append(evs, ev), append(lifted, res)
 		}
 		if len(evs) == 0 {
 			return nil, errkind.Usagef("the global budget is not paused")
 		}
 		return evs, nil
 	})
-	return rep, periods, err
+	return rep, lifted, err
 }
 
 // PurgeMemory quarantines the memory written by a schedule or a run

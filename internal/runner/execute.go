@@ -77,11 +77,12 @@ func (s *session) runTask(ctx context.Context, t *task) {
 		return
 	}
 	// Admission again as the run starts: what earlier runs of the batch
-	// spent, and the caps of the runs running now, count. An approved run
-	// was admitted when claimed; a human chose it, so it goes ahead.
+	// spent, and the caps of every open claim (its own included), count.
+	// An approved run was admitted when claimed; a human chose it, so it
+	// goes ahead.
 	s.mu.Lock()
 	if t.grant == nil {
-		if d, refused := gate.Admit(gate.Input{Schedule: t.sched, Policies: &r.cfg.Policies, State: s.state(), Now: s.now, Held: s.held}); refused {
+		if d, refused := gate.Admit(gate.Input{Schedule: t.sched, Policies: &r.cfg.Policies, State: s.state(), Now: s.now, Claimed: true}); refused {
 			if err := s.skip(t, d.Reason, d.Detail); err != nil {
 				s.report.Errors = append(s.report.Errors, err.Error())
 			}
@@ -90,8 +91,6 @@ func (s *session) runTask(ctx context.Context, t *task) {
 			return
 		}
 	}
-	reserve := gate.Reserve(t.sched, t.tool)
-	s.held += reserve
 	s.starting(t)
 	s.mu.Unlock()
 
@@ -110,17 +109,19 @@ func (s *session) runTask(ctx context.Context, t *task) {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.held -= reserve
 	t.outcome.setResult(res, r.tail)
 	if err := s.recordResult(t, res); err != nil {
 		s.report.Errors = append(s.report.Errors, err.Error())
+	} else if res.Reported != nil {
+		s.alert(ctx, "budget:anomaly:"+t.runID(), fmt.Sprintf("%s: %s", t.sched.Name, res.Error),
+			&ledger.Event{Event: ledger.BudgetWarning, ScheduleID: t.sched.ID})
 	}
 	s.pushOutcome(ctx, t)
 	s.progress(t)
 	if res.Status == executor.StatusOK {
 		s.route(ctx, t, res)
 	}
-	s.checkGlobalBudget()
+	s.checkGlobalBudget(ctx)
 }
 
 // startSpan starts t's span: in t's ledger trace, with the span id of the
@@ -175,6 +176,14 @@ func (s *session) recordResult(t *task, res executor.Result) error {
 		dl.Attempt, dl.Error = t.attempt, ev.Error+"; not retried: raise the budget, then `astra dead-letter retry`"
 		t.outcome.DeadLettered = true
 		evs = append(evs, dl)
+		if res.Reported != nil {
+			// Usage past the run's bounds: the run recorded its bounds; what
+			// the tool reported is kept here, where no sum counts it.
+			a := t.event(ledger.BudgetWarning, ledger.StatusWarning)
+			a.Reason, a.Usage, a.Error = ledger.ReasonUsageAnomaly, *res.Reported, res.Error
+			evs = append(evs, a)
+			s.report.Alerts = append(s.report.Alerts, fmt.Sprintf("%s: %s", t.sched.Name, res.Error))
+		}
 	} else {
 		evs = append(evs, s.retryOrDeadLetter(t, ev.Error)...)
 	}
@@ -213,7 +222,7 @@ func (s *session) chain(ctx context.Context, t *task, res executor.Result) {
 // pauses each period that reached its limit: the day and the month
 // independently, so both are recorded when both are crossed, and a month
 // pause outlives the day. Called with s.mu held, after every run.
-func (s *session) checkGlobalBudget() {
+func (s *session) checkGlobalBudget(ctx context.Context) {
 	st := s.state()
 	b := s.r.cfg.Policies.Budget
 	for _, p := range []struct {
@@ -238,17 +247,25 @@ func (s *session) checkGlobalBudget() {
 			}
 			ev := &ledger.Event{Event: kind, Status: status, Period: p.period, Threshold: th, Spent: spent, Limit: p.limit,
 				Error: fmt.Sprintf("%s spend %s is %.0f%% of the %s limit", p.period, spent.Dollars(), spent.Float()/p.limit.Float()*100, p.limit.Dollars())}
-			evs := []*ledger.Event{ev}
-			if th >= 1 && b.OnLimitReached != model.AlertOnly && st.Pauses[p.period] == nil && !st.ResumedIn(p.period) {
-				evs = append(evs, &ledger.Event{Event: ledger.BudgetPaused, Status: b.OnLimitReached, Period: p.period, Spent: spent, Limit: p.limit,
-					Error: fmt.Sprintf("%s: paused until the next %s or `astra budget resume`", b.OnLimitReached, p.period)})
-			}
-			if err := s.j.Record(evs...); err != nil {
+			if err := s.j.Record(ev); err != nil {
 				s.report.Errors = append(s.report.Errors, err.Error())
 				return
 			}
 			s.report.Alerts = append(s.report.Alerts, ev.Error)
+			s.alert(ctx, "budget:"+state.AlertKey(p.period, s.now, th), ev.Error, ev)
 		}
+		// The pause: at the policy's limit, or at the ceiling a resume set.
+		limit, limited := st.Limit(p.period, p.limit)
+		if !limited || spent < limit || b.OnLimitReached == model.AlertOnly || st.Pauses[p.period] != nil {
+			continue
+		}
+		ev := &ledger.Event{Event: ledger.BudgetPaused, Status: b.OnLimitReached, Period: p.period, Spent: spent, Limit: limit,
+			Error: fmt.Sprintf("%s: %s spend %s reached %s; paused until the next %s or `astra budget resume`", b.OnLimitReached, p.period, spent.Dollars(), limit.Dollars(), p.period)}
+		if err := s.j.Record(ev); err != nil {
+			s.report.Errors = append(s.report.Errors, err.Error())
+			return
+		}
+		s.alert(ctx, "budget:paused:"+state.AlertKey(p.period, s.now, limit.Float()), ev.Error, ev)
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
-	"github.com/astra-gitops/astra/internal/money"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/redact"
 	"github.com/astra-gitops/astra/internal/state"
@@ -133,7 +132,6 @@ type fanOut struct {
 	opts       PlanOptions
 	busy       map[string]string // decideDue's busy lanes; this plan's claims join them
 	queue      time.Duration     // wall clock and startup of the jobs claimed so far
-	caps       money.USD         // cost caps of the claims so far
 	jobs       []Job
 	dispatched bool // the claims are out: the jobs may run them
 }
@@ -147,16 +145,6 @@ func (f *fanOut) lanes(busy map[string]string) {
 	}
 }
 
-// held is what the plan's claims may spend. All its jobs may run at once,
-// so each claim is admitted against the global budget only if its cap fits
-// beside theirs, as run-due admits a run beside the runs it is running.
-func (f *fanOut) held() money.USD {
-	if f == nil {
-		return 0
-	}
-	return f.caps
-}
-
 // claim makes t's claim one for a job of the matrix: marked fan_out, with a
 // deadline that allows for the jobs queued ahead of it (one job per task,
 // MaxParallel at once, in decision order).
@@ -168,7 +156,6 @@ func (f *fanOut) claim(s *session, t *task, ev *ledger.Event) {
 	ev.Reason = ledger.ReasonFanOut
 	ev.ExpiresAt = s.now.Add(f.queue/time.Duration(f.opts.MaxParallel) + wall + claimMargin)
 	f.queue += wall + jobStartup
-	f.caps += ev.Limit
 	if t.grant != nil {
 		// The approval is consumed with this claim: the job runs the task as
 		// approved, with the event that was approved.

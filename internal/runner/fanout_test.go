@@ -146,12 +146,13 @@ func TestPlanAdmitsTheBatch(t *testing.T) {
 }
 
 // A job admits its task as it starts, as run-due admits each run: spend
-// recorded since the plan counts. A task that no longer fits is skipped,
-// which ends its claim.
+// recorded since the plan counts (here another runner's run, admitted
+// beside the plan's open claim, that reported past its own cap). A task
+// that no longer fits is skipped, which ends its claim.
 func TestRunClaimAdmitsAtStart(t *testing.T) {
 	e := newEnv(t, `schedules:
   - {id: a, name: a, cron: "0 9 * * *", target_tool: work, budget: {max_cost_usd: 0.45}}
-  - {id: spender, name: spender, cron: "5 9 * * *", target_tool: work, budget: {max_cost_usd: 0.90}}
+  - {id: spender, name: spender, cron: "5 9 * * *", target_tool: work, budget: {max_cost_usd: 0.55}}
 `)
 	e.withPolicies("budget: {daily_limit_usd: 1.00}\n")
 	e.runDue("2026-11-22T08:00:00Z")
@@ -161,7 +162,7 @@ func TestRunClaimAdmitsAtStart(t *testing.T) {
 	e.exec.result = func(req executor.Request) executor.Result {
 		return executor.Result{Status: executor.StatusOK, Usage: ledger.Usage{Cost: 80 * money.Dollar / 100}}
 	}
-	e.clone().runDue("2026-11-22T09:05:30Z") // another runner spends $0.80 meanwhile
+	e.clone().runDue("2026-11-22T09:05:30Z") // another runner spends $0.80 meanwhile, past its $0.55 cap
 	rep, err := e.clone().runner("2026-11-22T09:06:00Z").RunClaim(context.Background(), "a@2026-11-22T09:00:00Z")
 	if err != nil {
 		t.Fatal(err)

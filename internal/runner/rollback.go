@@ -105,7 +105,7 @@ func (r *Runner) rollback(ctx context.Context, run string, id identity.Identity,
 	if err := s.record(ev); err != nil {
 		return nil, err
 	}
-	s.checkGlobalBudget()
+	s.checkGlobalBudget(ctx)
 	return s.report, s.finish(ctx)
 }
 

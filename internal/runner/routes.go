@@ -83,6 +83,13 @@ func (s *session) notifySince() time.Time {
 func (r *Runner) postWebhook(ctx context.Context, url string, t *task, res executor.Result) error {
 	body, _ := json.Marshal(map[string]any{"schedule_id": t.sched.ID, "name": t.sched.Name, "run_id": t.runID(),
 		"trace_id": t.traceID, "slot": t.slot.UTC().Format(time.RFC3339), "status": res.Status, "output": res.Output})
+	return r.postJSON(ctx, url, "X-Astra-Run-Id", t.runID(), body)
+}
+
+// postJSON POSTs body to url, signed like http tools when
+// ASTRA_WEBHOOK_SECRET is set, with id in the header idHeader for the
+// receiver to deduplicate.
+func (r *Runner) postJSON(ctx context.Context, url, idHeader, id string, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
@@ -90,7 +97,7 @@ func (r *Runner) postWebhook(ctx context.Context, url string, t *task, res execu
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Astra-Run-Id", t.runID())
+	req.Header.Set(idHeader, id)
 	if secret := r.opts.Getenv("ASTRA_WEBHOOK_SECRET"); secret != "" {
 		req.Header.Set(executor.SignatureHeader, executor.Sign([]byte(secret), body))
 	}

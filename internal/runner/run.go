@@ -358,7 +358,7 @@ func (s *session) newTask(kind plan.Kind, sc *model.Schedule, slot time.Time, ke
 
 // gate applies every gate to t and records the decision; true means run.
 func (s *session) gate(ctx context.Context, t *task) (bool, error) {
-	d := gate.Check(gate.Input{Schedule: t.sched, Policies: &s.r.cfg.Policies, State: s.state(), Now: s.now, Held: s.fan.held()})
+	d := gate.Check(gate.Input{Schedule: t.sched, Policies: &s.r.cfg.Policies, State: s.state(), Now: s.now})
 	switch d.Action {
 	case gate.Skip:
 		return false, s.skip(t, d.Reason, d.Detail)
@@ -493,6 +493,7 @@ func (r *Runner) request(t *task) executor.Request {
 	return executor.Request{
 		Tool: t.tool, ScheduleID: t.sched.ID, RunID: t.runID(), TraceParent: traceParent(t.traceID, t.runID()),
 		Payload: t.sched.Payload, PreviousOutput: t.previous, Memory: r.recall(t, r.opts.Clock()), Event: t.eventData, Dir: r.opts.Root, Budget: t.sched.Budget,
+		Pricing:       &r.cfg.Policies.Budget.Pricing,
 		ToolCallsUsed: t.toolCalls, Getenv: r.opts.Getenv, Sandbox: r.toolView(t),
 	}
 }

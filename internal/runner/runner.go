@@ -22,7 +22,6 @@ import (
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/ledgerops"
 	"github.com/astra-gitops/astra/internal/model"
-	"github.com/astra-gitops/astra/internal/money"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/posture"
 	"github.com/astra-gitops/astra/internal/redact"
@@ -176,7 +175,6 @@ type session struct {
 	dropped   map[string]string // schedule id -> hash of the token file this run deleted
 	writes    writeLog          // what tools wrote (writes.go)
 	own       *own              // astra's files while tools run (ownfiles.go)
-	held      money.USD         // cost caps of the runs running now (under mu)
 	spills    []string          // spill refs merged by this run
 	notMerged []string          // spill refs this run refused (spills.go)
 	fan       *fanOut           // astra plan: claims go to a job matrix, nothing runs here (fanout.go)

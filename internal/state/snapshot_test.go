@@ -336,6 +336,12 @@ func otherEvent(r *rand.Rand, e *ledger.Event, n int, ts time.Time, key string, 
 		e.Event, e.Status, e.Period = ledger.BudgetPaused, "pause-all", []string{"day", "month"}[r.IntN(2)]
 	case 21:
 		e.Event, e.Status, e.Period = ledger.BudgetResumed, ledger.StatusResumed, []string{"day", "month"}[r.IntN(2)]
+		switch r.IntN(3) {
+		case 0:
+			e.Limit = money.USD(r.IntN(5)+1) * money.Dollar
+		case 1:
+			e.ExpiresAt = ts.Add(time.Duration(r.IntN(300)) * time.Minute)
+		}
 	case 22:
 		e.Event, e.Status, e.PayloadHash = []ledger.Kind{ledger.ScheduleCreated, ledger.ScheduleUpdated}[r.IntN(2)],
 			[]string{ledger.StatusOK, ledger.StatusDisabled}[r.IntN(2)], fmt.Sprintf("sha256:%d", r.IntN(3))
@@ -387,7 +393,8 @@ func observe(st *State) string {
 		if pz := st.Pauses[p]; pz != nil {
 			fmt.Fprintf(&b, "pause %s %+v\n", p, *pz)
 		}
-		fmt.Fprintf(&b, "resumed %s %v\n", p, st.ResumedIn(p))
+		r, _ := st.Limit(p, money.Dollar)
+		fmt.Fprintf(&b, "resumed %s %v %v\n", p, st.ResumedIn(p) != nil, r)
 	}
 	for _, id := range tickIDs {
 		fmt.Fprintf(&b, "consumed %s %d quarantined %v\n", id, st.ConsumedToday(id), st.Quarantined(id))

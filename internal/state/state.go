@@ -47,12 +47,12 @@ type State struct {
 
 	snapshot
 
-	Spend   Spend             `json:"-"` // the day and month of Now: a view of DaySpend and MonthSpend
-	Alerted map[string]bool   `json:"alerted"`
-	Pauses  map[string]*Pause `json:"-"`               // active pauses at Now, by period ("day", "month"): a view of Paused
-	Resumed map[string]bool   `json:"resumed"`         // "day:2026-11-22": a human resumed that period
-	Events  int               `json:"events"`          // events replayed since the newest checkpoint (the whole ledger without one)
-	Moved   *Move             `json:"moved,omitempty"` // the newest ledger.migrated event replayed (see Home)
+	Spend   Spend              `json:"-"` // the day and month of Now: a view of DaySpend and MonthSpend
+	Alerted map[string]bool    `json:"alerted"`
+	Pauses  map[string]*Pause  `json:"-"`               // active pauses at Now, by period ("day", "month"): a view of Paused
+	Resumed map[string]*Resume `json:"resumed"`         // "day:2026-11-22": a person resumed that period, with its bound
+	Events  int                `json:"events"`          // events replayed since the newest checkpoint (the whole ledger without one)
+	Moved   *Move              `json:"moved,omitempty"` // the newest ledger.migrated event replayed (see Home)
 
 	DaySpend   map[string]Cost   `json:"day_spend"`   // by UTC day, "2026-11-22"
 	MonthSpend map[string]Cost   `json:"month_spend"` // by UTC month, "2026-11"
@@ -80,6 +80,11 @@ type State struct {
 type Cost struct {
 	USD    money.USD `json:"usd"`
 	Tokens int64     `json:"tokens"`
+}
+
+// add is c with a run's usage added, saturating.
+func (c Cost) add(u ledger.Usage) Cost {
+	return Cost{USD: c.USD.Add(u.Cost), Tokens: ledger.AddCount(c.Tokens, u.Tokens)}
 }
 
 // dayIndex numbers UTC days, for cheap comparisons.
@@ -226,9 +231,19 @@ type Pause struct {
 	Mode   string    `json:"mode"`   // the on_limit_reached action in force
 }
 
+// Resume is a person's lift of a period's pause, and its bound: a new
+// ceiling for the rest of the period, or no limit until a time (never past
+// the period's end: the next period starts under the policy's limits).
+// Neither (resumes recorded before they took a bound): no limit for the
+// rest of the period.
+type Resume struct {
+	Ceiling money.USD `json:"ceiling"` // the period's limit from the resume on; 0: see Until
+	Until   time.Time `json:"until"`   // no limit before it, the policy's limit from it
+}
+
 // New returns an empty state at now.
 func New(now time.Time) *State {
-	return &State{Now: now.UTC(), snapshot: emptySnapshot(), Alerted: map[string]bool{}, Resumed: map[string]bool{}, Pauses: map[string]*Pause{},
+	return &State{Now: now.UTC(), snapshot: emptySnapshot(), Alerted: map[string]bool{}, Resumed: map[string]*Resume{}, Pauses: map[string]*Pause{},
 		DaySpend: map[string]Cost{}, MonthSpend: map[string]Cost{}, Paused: map[string]*Pause{}}
 }
 
@@ -263,16 +278,47 @@ func periodOf(period string, t time.Time) string {
 	return Day(t)
 }
 
-// ResumedIn reports whether a human resumed the budget in the current period.
-func (s *State) ResumedIn(period string) bool { return s.Resumed[period+":"+periodOf(period, s.Now)] }
+// ResumedIn is the resume of the current period, nil when none.
+func (s *State) ResumedIn(period string) *Resume {
+	return s.Resumed[period+":"+periodOf(period, s.Now)]
+}
+
+// Limit is the limit of period at Now given the policy's: a resume's
+// ceiling; none while a resume without one lasts; else the policy's.
+// limited is false when nothing limits the period.
+func (s *State) Limit(period string, policy money.USD) (limit money.USD, limited bool) {
+	r := s.ResumedIn(period)
+	switch {
+	case r == nil || policy <= 0:
+		return policy, policy > 0
+	case r.Ceiling > 0:
+		return r.Ceiling, true
+	case !r.Until.IsZero() && !s.Now.Before(r.Until):
+		return policy, true
+	}
+	return 0, false
+}
 
 // Reserved is what the open claims of the current day or month may still
-// spend: the cost caps of runs that started and have no outcome yet.
+// spend: the cost caps of claims (of every runner, and a plan's queued
+// jobs) with no outcome yet. A claim past its deadline holds nothing: its
+// runner is gone (the next run records it lost), so no batch holds the
+// budget beyond its claims' deadlines.
 func (s *State) Reserved(period string) money.USD {
+	r := s.reservedDay[dayIndex(s.Now)]
 	if period == "month" {
-		return s.reservedMonth[month(s.Now)]
+		r = s.reservedMonth[month(s.Now)]
 	}
-	return s.reservedDay[dayIndex(s.Now)]
+	if r == 0 {
+		return 0
+	}
+	for _, o := range s.Open {
+		if o.Status == OpenClaimed && o.Reserve > 0 && !o.Deadline.IsZero() && !s.Now.Before(o.Deadline) &&
+			periodOf(period, o.ClaimedAt) == periodOf(period, s.Now) {
+			r -= o.Reserve
+		}
+	}
+	return max(r, 0)
 }
 
 // Spent is the spend of the current day or month.
@@ -668,7 +714,7 @@ func (s *State) applyBudget(e *ledger.Event) {
 				delete(s.Paused, k)
 			}
 		}
-		s.Resumed[e.Period+":"+periodOf(e.Period, e.TS)] = true
+		s.Resumed[e.Period+":"+periodOf(e.Period, e.TS)] = &Resume{Ceiling: e.Limit, Until: e.ExpiresAt}
 	}
 }
 
@@ -694,27 +740,25 @@ func (s *State) applySchedule(e *ledger.Event) {
 }
 
 // addSpend adds a run's cost to its day and month, and to Spend when
-// they are Now's.
+// they are Now's. Sums saturate (money.USD.Add, ledger.AddCount): no
+// ledger, however hostile its usage lines, makes a period's spend wrap
+// around to "money left".
 func (s *State) addSpend(e *ledger.Event) {
 	if e.Usage.IsZero() {
 		return
 	}
 	d := s.day(e.TS)
-	c := s.DaySpend[d]
-	c.USD, c.Tokens = c.USD+e.Usage.Cost, c.Tokens+e.Usage.Tokens
-	s.DaySpend[d] = c
+	s.DaySpend[d] = s.DaySpend[d].add(e.Usage)
 	m := d[:len("2006-01")]
-	c = s.MonthSpend[m]
-	c.USD, c.Tokens = c.USD+e.Usage.Cost, c.Tokens+e.Usage.Tokens
-	s.MonthSpend[m] = c
+	s.MonthSpend[m] = s.MonthSpend[m].add(e.Usage)
 	if !sameMonth(e.TS, s.Now) {
 		return
 	}
-	s.Spend.Month += e.Usage.Cost
-	s.Spend.MonthTokens += e.Usage.Tokens
+	s.Spend.Month = s.Spend.Month.Add(e.Usage.Cost)
+	s.Spend.MonthTokens = ledger.AddCount(s.Spend.MonthTokens, e.Usage.Tokens)
 	if dayIndex(e.TS) == dayIndex(s.Now) {
-		s.Spend.Day += e.Usage.Cost
-		s.Spend.DayTokens += e.Usage.Tokens
+		s.Spend.Day = s.Spend.Day.Add(e.Usage.Cost)
+		s.Spend.DayTokens = ledger.AddCount(s.Spend.DayTokens, e.Usage.Tokens)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -374,5 +375,22 @@ func TestCheckpointPartsWithEscapedKeys(t *testing.T) {
 		if len(p) > checkpointPart {
 			t.Fatalf("part %d of %d is %d bytes, over %d", i, len(parts), len(p), checkpointPart)
 		}
+	}
+}
+
+// Spend saturates: runs that each record a billion dollars, or tokens near
+// the int64 limit, leave the day's spend at its bound, never negative
+// ("money left"), and the snapshot of that state reads back.
+func TestSpendSaturates(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	st := New(t0)
+	for i := range 18_446 {
+		e := run("big", t0, ledger.RunFailed, 0)
+		e.IdempotencyKey, e.TS = fmt.Sprintf("big@%d", i), t0
+		e.Usage = ledger.Usage{Tokens: math.MaxInt64 - 1, Cost: money.Max}
+		st.Apply(e)
+	}
+	if st.Spend.Day != money.Max || st.Spend.Month != money.Max || st.Spend.DayTokens != ledger.MaxCount || st.DaySpend[Day(t0)].USD != money.Max {
+		t.Fatalf("spend %+v, day %+v", st.Spend, st.DaySpend[Day(t0)])
 	}
 }
