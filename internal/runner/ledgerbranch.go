@@ -72,6 +72,26 @@ func (r *Runner) checkLedgerBranch(st *state.State) error {
 			home, home, home)}
 }
 
+// checkLedgerFiles refuses to start a new ledger in a worktree that lacks
+// the one its commit holds: a sparse checkout whose patterns leave out
+// both the ledger's files and the snapshot (or files deleted by hand)
+// reads as a repository with no ledger, and a run would record a new one
+// over it. Called with the replayed tail, before anything is recorded.
+func (r *Runner) checkLedgerFiles(tail ledger.Tail) error {
+	if r.git == nil || r.opts.StateBranch || r.opts.DryRun || tail.Seq > 0 {
+		return nil
+	}
+	has, err := r.git.HeadHas(state.SnapshotPath)
+	if err != nil || !has {
+		return errkind.Default(err, errkind.ErrInfra)
+	}
+	return &errkind.Error{Kind: errkind.ErrUsage,
+		Err: fmt.Errorf("the checked-out commit holds a ledger (%s), but this worktree has none of its files under %s: "+
+			"astra will not start a new ledger over it; nothing was recorded", state.SnapshotPath, ledger.Dir),
+		Hint: "A sparse checkout must include var/ (`git sparse-checkout add /var/`), or restore the files with `git checkout -- var/`; " +
+			"or run from a plain clone."}
+}
+
 // pushError classifies a failed push of the ledger: a branch protection
 // refusal is the configuration's problem, with the fix named; anything
 // else is infrastructure.

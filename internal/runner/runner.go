@@ -224,6 +224,9 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	if err := r.checkLedgerBranch(st); err != nil {
 		return nil, err
 	}
+	if err := r.checkLedgerFiles(tail); err != nil {
+		return nil, err
+	}
 	s.newest = tail.TS
 	if why := st.Fallback(); why != "" {
 		s.report.Warnings = append(s.report.Warnings, why)
