@@ -189,7 +189,7 @@ func (b *binder) add(p string, fi fs.FileInfo) error {
 	b.seen[p] = true
 	b.files = append(b.files, p)
 	if len(b.files) > maxBound {
-		return fmt.Errorf("a tool's approval would bind more than %d files (under %s): give the tool's scripts a directory of their own, or name what it loads with files:", maxBound, path.Dir(p))
+		return fmt.Errorf("a tool's approval would bind more than %d files (under %s): give the tool's scripts a directory of their own, or list what it loads under files", maxBound, path.Dir(p))
 	}
 	return nil
 }
