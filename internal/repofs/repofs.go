@@ -239,6 +239,29 @@ func WriteFile(root, rel string, data []byte) error {
 	return err
 }
 
+// TempFiles lists, as slash paths, the files under directory rel that
+// WriteFile left mid-write (a process killed between writing and
+// renaming): nothing reads them, and they must not be committed.
+func TempFiles(root, rel string) ([]string, error) {
+	realRoot, realRel, err := Dir(root, rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	err = filepath.WalkDir(filepath.Join(realRoot, realRel), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() || !strings.HasSuffix(d.Name(), ".tmp") {
+			return err
+		}
+		r, err := filepath.Rel(realRoot, p)
+		out = append(out, filepath.ToSlash(r))
+		return err
+	})
+	return out, err
+}
+
 // Dir resolves directory rel: its real path relative to the real root, for
 // walking. A missing directory is reported with fs.ErrNotExist.
 func Dir(root, rel string) (realRoot, realRel string, err error) {

@@ -147,3 +147,22 @@ func TestReadDir(t *testing.T) {
 		t.Errorf("a link to a directory inside: %v %v", entries, err)
 	}
 }
+
+// TestTempFiles lists what WriteFile leaves when killed between writing
+// and renaming, and nothing else.
+func TestTempFiles(t *testing.T) {
+	root := t.TempDir()
+	for _, p := range []string{"var/state/snapshot.tmp", "var/state/snapshot", "var/schedules/2026-11.ndjson.gz", "var/x/deep.tmp", "top.tmp"} {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		os.WriteFile(full, nil, 0o644)
+	}
+	os.Symlink("snapshot", filepath.Join(root, "var", "state", "link.tmp"))
+	got, err := TempFiles(root, "var")
+	if err != nil || strings.Join(got, ",") != "var/state/snapshot.tmp,var/x/deep.tmp" {
+		t.Fatalf("TempFiles = %v, %v", got, err)
+	}
+	if got, err := TempFiles(root, "missing"); err != nil || len(got) != 0 {
+		t.Fatalf("a missing directory: %v, %v", got, err)
+	}
+}

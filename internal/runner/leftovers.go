@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/ledgerops"
+	"github.com/astra-gitops/astra/internal/repofs"
 	"github.com/astra-gitops/astra/internal/state"
 )
 
@@ -60,10 +64,32 @@ func (r *Runner) recoverLeftovers(ctx context.Context, command string) (release 
 	if err != nil {
 		return release, errkind.Infraf("%w", err)
 	}
+	if err := r.removeTempFiles(); err != nil {
+		return unlock, err
+	}
 	if err := r.refuseLocalWork(); err != nil {
 		return unlock, err
 	}
 	return unlock, r.recoverLeftoversLocked(ctx, command)
+}
+
+// removeTempFiles removes what a run killed while writing a file under
+// var/ left beside it (repofs.WriteFile's *.tmp), before any commit could
+// take it in; one a commit holds already is left to git.
+func (r *Runner) removeTempFiles() error {
+	temps, err := repofs.TempFiles(r.opts.Root, "var")
+	if err != nil {
+		return errkind.Infraf("looking for files a killed run left half-written under var/: %w", err)
+	}
+	for _, p := range temps {
+		if _, committed, err := r.git.CommittedFileSize(p); err != nil || committed {
+			continue
+		}
+		if err := os.Remove(filepath.Join(r.opts.Root, filepath.FromSlash(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return errkind.Infraf("removing %s, which a killed run left half-written: %w", p, err)
+		}
+	}
+	return nil
 }
 
 // recoverLeftoversLocked is recoverLeftovers once the run lock is held.
