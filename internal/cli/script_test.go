@@ -115,6 +115,7 @@ func TestScripts(t *testing.T) {
 			"waitproc":    waitProc,
 			"gone":        gone,
 			"signal":      signalProcs,
+			"forgeline":   forgeLine,
 		},
 	})
 }

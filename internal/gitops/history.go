@@ -19,8 +19,15 @@ type CommitMessage struct {
 // branch, newest first, following first parents: the line of commits
 // astra made, not what was merged into it. A shallow clone yields what it
 // has (one commit in a depth-1 checkout); an unborn branch yields none.
-// The ledger reads its head anchors from these.
 func (r *Repo) CommitMessages(limit int) ([]CommitMessage, error) {
+	n := 0
+	return r.CommitMessagesUntil(func(CommitMessage) bool { n++; return n >= limit })
+}
+
+// CommitMessagesUntil is CommitMessages up to and including the first
+// commit stop accepts (or the root, or a shallow clone's boundary). The
+// ledger reads its head anchors from these.
+func (r *Repo) CommitMessagesUntil(stop func(CommitMessage) bool) ([]CommitMessage, error) {
 	h, err := r.tip()
 	if err != nil {
 		return nil, err
@@ -30,13 +37,14 @@ func (r *Repo) CommitMessages(limit int) ([]CommitMessage, error) {
 		return nil, err
 	}
 	var out []CommitMessage
-	for !h.IsZero() && len(out) < limit {
+	for !h.IsZero() {
 		c, err := object.GetCommit(r.st, h)
 		if err != nil {
 			return nil, fmt.Errorf("read commit %s of %s: %w", h, r.branch.Short(), err)
 		}
-		out = append(out, CommitMessage{Commit: h.String(), Message: c.Message})
-		if boundary[h] || len(c.ParentHashes) == 0 {
+		m := CommitMessage{Commit: h.String(), Message: c.Message}
+		out = append(out, m)
+		if stop(m) || boundary[h] || len(c.ParentHashes) == 0 {
 			break
 		}
 		h = c.ParentHashes[0]

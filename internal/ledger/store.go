@@ -334,3 +334,16 @@ func (s *Store) AppendLines(seg Segment, lines []byte) (Segment, []byte, error) 
 	}
 	return seg, seal, nil
 }
+
+// MonthOf is the month (YYYY-MM) of a file path of this store's segments;
+// ok is false for any other path.
+func (s *Store) MonthOf(file string) (month string, ok bool) {
+	if s.single != "" || path.Dir(file) != s.dir {
+		return "", false
+	}
+	m := segmentName.FindStringSubmatch(path.Base(file))
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}

@@ -207,12 +207,17 @@ func (s fakeSizes) RemoteFileSize(path string) (int64, bool, error) {
 	return n, ok, s.err
 }
 
-// fakeHistory is a History: astra's recent commit messages.
+// fakeHistory is a History: astra's commit messages, newest first.
 type fakeHistory struct {
 	msgs []gitops.CommitMessage
 	err  error
 }
 
-func (h fakeHistory) CommitMessages(limit int) ([]gitops.CommitMessage, error) {
-	return h.msgs[:min(limit, len(h.msgs))], h.err
+func (h fakeHistory) CommitMessagesUntil(stop func(gitops.CommitMessage) bool) ([]gitops.CommitMessage, error) {
+	for i, m := range h.msgs {
+		if stop(m) {
+			return h.msgs[:i+1], h.err
+		}
+	}
+	return h.msgs, h.err
 }

@@ -2,7 +2,9 @@ package ledgerops
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
@@ -11,14 +13,11 @@ import (
 )
 
 // History is the git side of a verify (gitops.Repo): the messages of
-// astra's recent commits, whose Ledger-Head trailers anchor the ledger.
+// astra's commits, newest first, whose Ledger-Head trailers anchor the
+// ledger.
 type History interface {
-	CommitMessages(limit int) ([]gitops.CommitMessage, error)
+	CommitMessagesUntil(stop func(gitops.CommitMessage) bool) ([]gitops.CommitMessage, error)
 }
-
-// anchorCommits is how many of astra's recent commits a verify reads
-// anchors from.
-const anchorCommits = 50
 
 // Check is what a verify found in one log, or in the snapshot.
 type Check struct {
@@ -44,9 +43,11 @@ type Verification []Check
 func (v Verification) Damaged() bool { return slices.ContainsFunc(v, Check.Damaged) }
 
 // Verify checks the ledger and the approval log under root: every gzip
-// member, line, seq and hash link (ledger.Verify), then the heads astra's
-// recent commits anchored (so an edit of a last line, which no chain can
-// see, is found too). Damage is a Check naming the first bad file:line
+// member, line, seq and hash link (ledger.Verify), then the heads every
+// commit anchored since the oldest month in the checkout began (so an
+// edit of a last line, which no chain can see, or members dropped long
+// ago, are found too), then the ledger's rules (state.Breach) over the
+// whole of each month. Damage is a Check naming the first bad file:line
 // with what to do, not an error. When both logs are intact it checks that
 // the state snapshot, which runs start from, equals a replay of the
 // ledger. git may be nil (no repository): then there are no anchors. The
@@ -55,10 +56,16 @@ func (v Verification) Damaged() bool { return slices.ContainsFunc(v, Check.Damag
 // must carry a valid seal.
 func Verify(root string, segmentSize int64, git History, seals *ledger.Seals) (Verification, error) {
 	main := ledger.Open(root, segmentSize).Sealed(seals)
-	anchors := recentAnchors(git)
+	mainSegs, err := main.Segments()
+	if err != nil {
+		return nil, errkind.Ledger(err, "")
+	}
+	anchors := monthAnchors(git, main, mainSegs)
 	var v Verification
-	// The snapshot's replay is fed by the chain's check: one pass.
+	// The snapshot's replay and the rules are fed by the chain's check:
+	// one pass.
 	snapshot := state.NewSnapshotVerifier(main)
+	rules := state.NewRuleChecker()
 	for _, s := range []*ledger.Store{main, ledger.OpenApprovalLog(root)} {
 		segs, err := s.Segments()
 		if err != nil {
@@ -66,7 +73,10 @@ func Verify(root string, segmentSize int64, git History, seals *ledger.Seals) (V
 		}
 		var each func(*ledger.Event)
 		if s == main {
-			each = snapshot.Apply
+			each = func(e *ledger.Event) {
+				snapshot.Apply(e)
+				rules.Apply(e)
+			}
 		}
 		st, err := ledger.VerifyEach(root, segs, each, seals)
 		if err == nil {
@@ -82,8 +92,17 @@ func Verify(root string, segmentSize int64, git History, seals *ledger.Seals) (V
 		}
 		v = append(v, c)
 	}
-	if v.Damaged() { // the snapshot is checked against an intact ledger
+	if v.Damaged() { // the rules and the snapshot are checked against an intact ledger
 		return v, nil
+	}
+	if b := rules.Breaches(); len(b) > 0 {
+		what := make([]string, len(b))
+		for i, x := range b {
+			what[i] = x.String()
+		}
+		v = append(v, Check{Log: "rules", Events: int64(len(b)),
+			Error: fmt.Sprintf("%d event(s) break the ledger's rules, which astra never does, and no ledger.tampered reports them: %s", len(b), strings.Join(what, "; ")),
+			Hint:  "A run that records reports them as ledger.tampered and stops tier 2 until `astra trust resume`; find who wrote them with `git log -p -- " + main.Dir() + "`."})
 	}
 	sc, err := snapshot.Finish()
 	c := Check{Log: state.SnapshotPath, Events: sc.Seq, Note: sc.Note}
@@ -97,20 +116,38 @@ func Verify(root string, segmentSize int64, git History, seals *ledger.Seals) (V
 	return append(v, c), nil
 }
 
-// recentAnchors are the ledger heads astra's recent commits recorded.
-// None without git, or when its history cannot be read (a repository
-// without commits yet): the chains are still verified.
-func recentAnchors(git History) []ledger.Anchor {
-	if git == nil {
+// monthAnchors are the ledger heads the commits of astra's branch
+// recorded, newest first, back to the first commit whose anchors are all
+// of months before the oldest file in segs: what every file checked out
+// was ever committed with. None without git, or when its history cannot
+// be read (a repository without commits yet): the chains are still
+// verified.
+func monthAnchors(git History, main *ledger.Store, segs []ledger.Segment) []ledger.Anchor {
+	if git == nil || len(segs) == 0 {
 		return nil
 	}
-	msgs, err := git.CommitMessages(anchorCommits)
+	oldest := segs[0].Month
+	var out []ledger.Anchor
+	msgs, err := git.CommitMessagesUntil(func(m gitops.CommitMessage) bool {
+		older := false
+		for _, an := range ledger.ParseAnchors(m.Message) {
+			if month, ok := main.MonthOf(an.File); ok {
+				if month >= oldest {
+					return false
+				}
+				older = true
+			}
+		}
+		return older
+	})
 	if err != nil {
 		return nil
 	}
-	var out []ledger.Anchor
 	for _, m := range msgs {
 		for _, an := range ledger.ParseAnchors(m.Message) {
+			if month, ok := main.MonthOf(an.File); ok && month < oldest {
+				continue // a month no longer checked out
+			}
 			an.Commit = m.Commit
 			out = append(out, an)
 		}

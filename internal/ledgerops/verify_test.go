@@ -122,3 +122,60 @@ func TestVerifySnapshot(t *testing.T) {
 		t.Fatalf("verification %+v, %v", v, err)
 	}
 }
+
+// Anchors are read back to the month's start, not from a fixed number of
+// recent commits: a head anchored 60 commits back that the ledger no
+// longer holds is found.
+func TestVerifyAnchorsOfTheWholeMonth(t *testing.T) {
+	root, anchors := verified(t)
+	edited := anchors[0]
+	edited.Hash = strings.Repeat("0", 64)
+	msgs := []gitops.CommitMessage{commitOf(anchors...)}
+	for range 59 {
+		msgs = append(msgs, gitops.CommitMessage{Commit: strings.Repeat("cd", 20), Message: "a person's commit"})
+	}
+	msgs = append(msgs, commitOf(edited))
+	older := ledger.Anchor{File: ledger.Dir + "/2026-10.ndjson.gz", Seq: 9, Hash: strings.Repeat("1", 64)}
+	msgs = append(msgs, commitOf(older), commitOf(edited))
+	v, err := Verify(root, 0, fakeHistory{msgs: msgs}, nil)
+	if err != nil || !v.Damaged() || !strings.Contains(v[0].Error, "ledger anchor error") {
+		t.Fatalf("verification %+v, %v", v, err)
+	}
+	// The walk stops at the first commit of an older month, and does not
+	// hold the checkout to that month's files.
+	v, err = Verify(root, 0, fakeHistory{msgs: msgs[:1:1]}, nil)
+	if err != nil || v.Damaged() {
+		t.Fatalf("verification %+v, %v", v, err)
+	}
+	v, err = Verify(root, 0, fakeHistory{msgs: append([]gitops.CommitMessage{commitOf(anchors...), commitOf(older)}, commitOf(edited))}, nil)
+	if err != nil || v.Damaged() {
+		t.Fatalf("a commit before the month's start was read: %+v, %v", v, err)
+	}
+}
+
+// An event that breaks the ledger's rules, and that no ledger.tampered
+// reports, is damage: an approval used that nobody approved.
+func TestVerifyHoldsTheRules(t *testing.T) {
+	root := t.TempDir()
+	j := record(t, root, "a")
+	consumed := &ledger.Event{Event: ledger.ApprovalConsumed, ScheduleID: "a", IdempotencyKey: "a@2026-11-22T09:00:00Z", Status: ledger.StatusConsumed, By: "octocat"}
+	if err := j.Record(consumed); err != nil {
+		t.Fatal(err)
+	}
+	v, err := Verify(root, 0, nil, nil)
+	if err != nil || !v.Damaged() {
+		t.Fatalf("verification %+v, %v", v, err)
+	}
+	c := v[len(v)-2]
+	if c.Log != "rules" || !strings.Contains(c.Error, "no approval of this run is open") || !strings.Contains(c.Hint, "trust resume") {
+		t.Fatalf("rules check %+v", c)
+	}
+	// Reported by a run, it is no longer damage.
+	d := []byte(`{"breaches":[{"seq":2,"event":"approval.consumed","rule":"consumed_unapproved","why":"x"}]}`)
+	if err := j.Record(&ledger.Event{Event: ledger.LedgerTampered, Status: ledger.StatusRestored, Detail: d}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err = Verify(root, 0, nil, nil); err != nil || v.Damaged() {
+		t.Fatalf("verification %+v, %v", v, err)
+	}
+}

@@ -200,6 +200,9 @@ func orNothing(paths []string) string {
 // checkSigner checks that a signed approval's key is still listed for its
 // signer and that the signer may still approve.
 func (s *session) checkSigner(ctx context.Context, sc *model.Schedule, a *state.Approval) check {
+	if why := s.checkProof(sc.ID, a); why != "" {
+		return refusedCheck(reasonUnsigned, why+"; nothing runs, and the next slot asks again")
+	}
 	if login := approval.KeyOwner(s.r.cfg.Policies.SigningKeys, a.Signer); a.Signer == "" || !strings.EqualFold(login, a.By) {
 		return refusedCheck(reasonNotApprover, fmt.Sprintf("the key %s that signed the approval is no longer listed for %s under signing_keys; nothing runs", orNone(a.Signer), a.By))
 	}
@@ -213,12 +216,37 @@ func (s *session) checkSigner(ctx context.Context, sc *model.Schedule, a *state.
 	return check{allowed: d.Reason}
 }
 
+// checkProof checks the signature of the token a signed approval carries
+// (state.Approval.Proof) again, under the signing keys listed now, and
+// that the token is the one the approval names: a line that says "signed"
+// without a signature an approver made approves nothing. It returns why
+// not, or "".
+func (s *session) checkProof(scheduleID string, a *state.Approval) string {
+	if len(a.Proof) == 0 {
+		return "the approval does not carry the token its approver signed (recorded by an older astra, or written by hand), so its signature cannot be checked"
+	}
+	tok, err := approval.Parse(a.Proof)
+	if err != nil {
+		return "the signed token the approval carries cannot be read: " + err.Error()
+	}
+	key, err := tok.VerifyApprover(s.r.cfg.Policies.SigningKeys)
+	switch {
+	case err != nil:
+		return "the signature of the token the approval carries does not hold: " + err.Error()
+	case tok.SignedID() != a.Token, tok.ScheduleID != scheduleID, tok.IdempotencyKey != a.Key, !strings.EqualFold(tok.ApprovedBy, a.By), key.Fingerprint() != a.Signer:
+		return fmt.Sprintf("the signed token the approval carries is not the one it names (token of %s for %s, signed by %s)", tok.ScheduleID, orNone(tok.IdempotencyKey), tok.ApprovedBy)
+	}
+	return ""
+}
+
 // retryGranted decides an automatic retry of a run that consumed an
 // approval: it may run (true), without a new approval, only while the
-// action is still the one approved. Otherwise the slot goes to the dead letter,
-// recorded with what changed: a person may release it (`astra dead-letter
-// retry`), and the released retry then needs an approval of its own.
-func (s *session) retryGranted(t *task, g *state.Grant) (bool, error) {
+// action is still the one approved and its approver may still approve.
+// Otherwise the slot goes to the dead letter, recorded with what changed:
+// a person may release it (`astra dead-letter retry`), and the released
+// retry then needs an approval of its own. When the approver's role cannot
+// be told now (an outage), the retry waits for the next run.
+func (s *session) retryGranted(ctx context.Context, t *task, g *state.Grant) (bool, error) {
 	now, err := s.r.action(t.sched, s.taskEvent(t), false)
 	var ch []string
 	if err != nil {
@@ -226,16 +254,33 @@ func (s *session) retryGranted(t *task, g *state.Grant) (bool, error) {
 	} else {
 		ch = approval.Changes(approval.DecodeAction(g.Action), now)
 	}
-	if len(ch) == 0 {
-		return true, nil
+	if len(ch) > 0 {
+		why := fmt.Sprintf("the retry of %s would not run what %s approved: %s", t.key, orUnknown(g.By), strings.Join(ch, "; "))
+		return false, s.refuseRetry(t, g, reasonActionChanged, why)
 	}
-	why := fmt.Sprintf("the retry of %s would not run what %s approved: %s", t.key, orUnknown(g.By), strings.Join(ch, "; "))
+	d := s.authorize(ctx, model.VerbApprove, identity.Identity{Login: g.By, Verified: true}, t.sched)
+	switch {
+	case d.Undecided():
+		t.outcome.Action, t.outcome.Reason = ActionDeferred, "approval_unchecked"
+		t.outcome.Detail = fmt.Sprintf("whether %s, who approved the run, may still approve could not be told (%s); the retry waits for the next run", orUnknown(g.By), s.r.opts.Redact.String(d.Err.Error()))
+		s.report.Warnings = append(s.report.Warnings, t.sched.Name+": "+t.outcome.Detail)
+		return false, nil
+	case !d.Allowed:
+		why := fmt.Sprintf("%s approved %s but may no longer approve %s (%s)", orUnknown(g.By), t.key, t.sched.Name, d.Reason)
+		return false, s.refuseRetry(t, g, reasonNotApprover, why)
+	}
+	return true, nil
+}
+
+// refuseRetry records why a retry may not run under the approval its
+// first attempt consumed, and sends its slot to the dead letter.
+func (s *session) refuseRetry(t *task, g *state.Grant, reason, why string) error {
 	ref := t.event(ledger.ApprovalRefused, ledger.StatusRefused)
-	ref.Reason, ref.By, ref.Error = reasonActionChanged, g.By, s.r.opts.Redact.String(why+"; nothing runs")
+	ref.Reason, ref.By, ref.Error = reason, g.By, s.r.opts.Redact.String(why+"; nothing runs")
 	dl := t.event(ledger.RunDeadLettered, ledger.StatusDeadLetter)
-	dl.Attempt, dl.Reason = max(t.attempt-1, 1), reasonActionChanged
+	dl.Attempt, dl.Reason = max(t.attempt-1, 1), reason
 	dl.Error = s.r.opts.Redact.String(fmt.Sprintf("%s; not retried: release it with `astra dead-letter retry %s`, and it asks for a new approval", why, t.key))
-	t.outcome.Action, t.outcome.Reason, t.outcome.Detail, t.outcome.DeadLettered = ActionSkipped, reasonActionChanged, dl.Error, true
+	t.outcome.Action, t.outcome.Reason, t.outcome.Detail, t.outcome.DeadLettered = ActionSkipped, reason, dl.Error, true
 	s.note(t.sched, ref, ref.Error)
-	return false, s.record(ref, dl)
+	return s.record(ref, dl)
 }

@@ -109,6 +109,25 @@ func TestRetryOfAnApprovedRunWhileTheActionHolds(t *testing.T) {
 	}
 }
 
+// The approver leaves the role before the retry: the retry does not run
+// under her approval; the slot goes to the dead letter, the refusal says
+// who and why.
+func TestRetryNeedsTheApproverStillInRole(t *testing.T) {
+	e := approvalEnv(t, "")
+	failFirst(e)
+	e.forge.merge(t, 1, "octocat", e.dir, "s")
+	e.runDue("2026-11-22T09:10:00Z")
+	e.cfg.Policies.Roles["founder"] = []string{"hubot"}
+	rep := e.runDue("2026-11-22T09:11:00Z")
+	ev := e.lastEvent(ledger.ApprovalRefused)
+	if e.exec.runs("s") != 1 || ev == nil || ev.Reason != reasonNotApprover || ev.By != "octocat" || !strings.Contains(ev.Error, "may no longer approve") {
+		t.Fatalf("runs %d, refusal %+v", e.exec.runs("s"), ev)
+	}
+	if o := outcome(t, rep, "s"); !o.DeadLettered {
+		t.Fatalf("s: %+v", o)
+	}
+}
+
 // The payload is edited before the retry: it would not run what was
 // approved, so the slot goes to the dead letter, recorded with what
 // changed and who had approved; released, it asks for a new approval.

@@ -365,7 +365,7 @@ func (s *session) gate(ctx context.Context, t *task) (bool, error) {
 	case gate.NeedApproval:
 		if g := s.state().Granted[t.key]; g != nil && t.kind == plan.KindRetry {
 			// Retried under the approval its first attempt consumed.
-			if ok, err := s.retryGranted(t, g); !ok || err != nil {
+			if ok, err := s.retryGranted(ctx, t, g); !ok || err != nil {
 				return false, err
 			}
 			break

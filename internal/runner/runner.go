@@ -231,6 +231,7 @@ func (r *Runner) open(ctx context.Context, command string) (*session, error) {
 	if why := st.Fallback(); why != "" {
 		s.report.Warnings = append(s.report.Warnings, why)
 	}
+	s.checkRules(ctx, st)
 	s.j = r.journal(store, st, tail, r.opts.DryRun)
 	s.j.Observe(s.ownWrote)
 	if err := s.recordSeals(tail); err != nil {

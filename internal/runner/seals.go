@@ -57,6 +57,7 @@ type tamperDetail struct {
 	Files        []string              `json:"files,omitempty"`         // the sealed files they changed
 	Unsealed     []ledger.UnsealedFile `json:"unsealed,omitempty"`      // what followed the ledger's last valid seal
 	Why          string                `json:"why,omitempty"`           // why the first unsealed member does not count
+	Breaches     []state.Breach        `json:"breaches,omitempty"`      // events that break the ledger's rules (rules.go)
 	Kept         []string              `json:"kept,omitempty"`          // where the bytes taken out are
 }
 

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -173,7 +174,8 @@ func (s *session) signed(ctx context.Context, sc *model.Schedule, req *state.App
 	ev := s.approvalEvent(ledger.ApprovalApproved, ledger.StatusApproved, sc, req)
 	ev.Slot, ev.IdempotencyKey, ev.PayloadHash = tok.Slot, tok.IdempotencyKey, tok.PayloadHash
 	ev.By, ev.ExpiresAt = tok.ApprovedBy, tok.ExpiresAt
-	ev.Detail = detail(state.ApprovalDetail{Token: h, Action: tok.Action.Encode(), Event: event, Via: state.ViaSignature, Signer: key.Fingerprint(), Rollback: rollback})
+	ev.Detail = detail(state.ApprovalDetail{Token: h, Action: tok.Action.Encode(), Event: event, Via: state.ViaSignature, Signer: key.Fingerprint(), Rollback: rollback,
+		Proof: compactJSON(tok.Encode())})
 	s.note(sc, ev, fmt.Sprintf("approved by %s (signed with %s, %s)", tok.ApprovedBy, key.Fingerprint(), d.Reason))
 	return s.record(ev)
 }
@@ -210,4 +212,13 @@ func (s *session) noteToken(sc *model.Schedule, req *state.Approval, kind ledger
 	}
 	s.note(sc, ev, ev.Error)
 	return s.record(ev)
+}
+
+// compactJSON is b, valid JSON, on one line.
+func compactJSON(b []byte) json.RawMessage {
+	var out bytes.Buffer
+	if json.Compact(&out, b) != nil {
+		return nil
+	}
+	return out.Bytes()
 }

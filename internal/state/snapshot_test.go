@@ -34,6 +34,7 @@ var notStored = map[string]string{
 	"latestRun":     "the newest of ActorRuns, rebuilt by view",
 	"fallback":      "how the state was loaded, not what it knows",
 	"snapHead":      "how the state was loaded, not what it knows",
+	"decided":       "what this load replayed, for the runner's role check",
 	"deadSaved":     "what the checkout holds, not what the state knows",
 }
 

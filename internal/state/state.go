@@ -67,9 +67,10 @@ type State struct {
 	// UTC day index and by month ("2026-11"), so admission need not scan.
 	reservedDay   map[int64]money.USD
 	reservedMonth map[string]money.USD
-	latestRun     time.Time // the newest run start in ActorRuns
-	fallback      string    // why a snapshot could not be used (see Fallback)
-	snapHead      int64     // the seq of the snapshot the state was loaded from; 0 when replayed
+	latestRun     time.Time  // the newest run start in ActorRuns
+	fallback      string     // why a snapshot could not be used (see Fallback)
+	snapHead      int64      // the seq of the snapshot the state was loaded from; 0 when replayed
+	decided       []Decision // people's decisions this load replayed (rules.go)
 	// deadSaved is the sha256 of the snapshot's dead letters file while
 	// it holds DeadLetters as they are; "" once they change, or when they
 	// were replayed (see SaveSnapshot).
@@ -119,6 +120,7 @@ type snapshot struct {
 	ActorRuns   map[string][]time.Time `json:"actor_runs"`   // run starts within RateWindow
 	Early       map[string]time.Time   `json:"early"`        // own slots run early by a clock a correction voided: key -> slot (correct.go)
 	Tampered    map[string]time.Time   `json:"tampered"`     // seq of a ledger.tampered no trust.resumed acknowledged since -> its ts
+	Breached    map[string]*Breach     `json:"breached"`     // seq of an event that broke a rule, until a ledger.tampered names it (rules.go)
 }
 
 // Schedule is what the ledger says about one schedule.
@@ -200,6 +202,7 @@ type Approval struct {
 	By          string          `json:"by,omitempty"`
 	Via         string          `json:"via,omitempty"`      // how it was approved: pull-request | signature
 	Signer      string          `json:"signer,omitempty"`   // the fingerprint of the approver's key (via signature)
+	Proof       json.RawMessage `json:"proof,omitempty"`    // the signed token (via signature), checked again at use
 	Rollback    bool            `json:"rollback,omitempty"` // it approves the rollback of the run Key names, not a run
 	TraceID     string          `json:"trace_id,omitempty"`
 	Mode        string          `json:"mode,omitempty"` // of the run waiting for it
@@ -263,6 +266,7 @@ func emptySnapshot() snapshot {
 		ActorRuns:   map[string][]time.Time{},
 		Early:       map[string]time.Time{},
 		Tampered:    map[string]time.Time{},
+		Breached:    map[string]*Breach{},
 	}
 }
 
@@ -458,6 +462,7 @@ type ApprovalDetail struct {
 	Event    json.RawMessage `json:"event,omitempty"`    // a triggering event's payload, as approved
 	Via      string          `json:"via,omitempty"`      // approval.approved: pull-request | signature
 	Signer   string          `json:"signer,omitempty"`   // approval.approved via signature: the key's fingerprint
+	Proof    json.RawMessage `json:"proof,omitempty"`    // approval.approved via signature: the signed token, so a use checks the signature itself
 	Rollback bool            `json:"rollback,omitempty"` // the request is for the rollback of the run its key names
 	Settles  bool            `json:"settles,omitempty"`  // approval.refused: the request ends with it
 }
@@ -494,6 +499,10 @@ func ownSlot(e *ledger.Event) bool {
 // Apply folds one event into the state. Events must come in ledger order.
 func (s *State) Apply(e *ledger.Event) {
 	s.Events++
+	if e.Event == ledger.ApprovalConsumed || e.Event == ledger.ApprovalApproved {
+		s.check(e)
+	}
+	s.decision(e)
 	if ownSlot(e) {
 		s.served(e)
 	}
@@ -535,6 +544,7 @@ func (s *State) Apply(e *ledger.Event) {
 		s.correct(e)
 	case ledger.LedgerTampered:
 		s.Tampered[strconv.FormatInt(e.Seq, 10)] = e.TS
+		s.reported(e)
 	case ledger.TrustResumed:
 		clear(s.Tampered)
 	}
@@ -692,6 +702,7 @@ func (s *State) approved(e *ledger.Event) {
 	if len(d.Action) > 0 {
 		a.Action = d.Action
 	}
+	a.Proof = d.Proof
 }
 
 // applyBudget folds the global budget's alerts, pauses and resumes.
@@ -837,6 +848,12 @@ func (s *State) Checkpoint(ts time.Time) []*ledger.Event {
 			snap.Early[k] = slot // still ahead of its schedule: not decided again yet
 		}
 	}
+	snap.Breached = map[string]*Breach{}
+	for seq, b := range s.Breached {
+		if !b.Reported { // a reported one's event is not replayed again
+			snap.Breached[seq] = b
+		}
+	}
 	snap.ActorRuns = map[string][]time.Time{}
 	for a, runs := range s.ActorRuns {
 		for _, t := range runs {
@@ -926,6 +943,7 @@ func (s *State) restore(detail []byte) {
 	fresh := New(s.Now)
 	fresh.Events = 1
 	fresh.add(&snap)
+	fresh.decided = s.decided
 	*s = *fresh
 }
 
@@ -955,5 +973,7 @@ func (s *State) add(snap *snapshot) {
 	maps.Copy(s.Known, snap.Known)
 	maps.Copy(s.ActorRuns, snap.ActorRuns)
 	maps.Copy(s.Early, snap.Early)
+	maps.Copy(s.Tampered, snap.Tampered)
+	maps.Copy(s.Breached, snap.Breached)
 	s.view(s.Now) // the newest run start
 }
