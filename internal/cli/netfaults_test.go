@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/astra-gitops/astra/internal/forge/githubtest"
 	"github.com/astra-gitops/astra/internal/gittest"
 	"github.com/astra-gitops/astra/internal/ledger"
 )
@@ -22,7 +23,8 @@ import (
 // "500" answers 500, "hang" never answers.
 type faultProxy struct {
 	*httptest.Server
-	mode  atomic.Value // string
+	downIf string       // while this file exists, every request answers 500
+	mode   atomic.Value // string
 	left  atomic.Int64 // requests still to fail; <0: all of them
 	fails atomic.Int64 // requests failed so far
 }
@@ -39,6 +41,13 @@ func newFaultProxy(t *testing.T, root string) *faultProxy {
 		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull}}
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		mode := p.mode.Load().(string)
+		if p.downIf != "" {
+			if _, err := os.Stat(p.downIf); err == nil {
+				p.fails.Add(1)
+				http.Error(w, "down", http.StatusServiceUnavailable)
+				return
+			}
+		}
 		if mode != "" && p.left.Add(-1) >= -1 {
 			p.fails.Add(1)
 			switch mode {
@@ -159,6 +168,85 @@ func TestRemoteFaultsThroughProxy(t *testing.T) {
 	}
 	if completed != len(runs) || len(runs) < 2 {
 		t.Fatalf("%d tool runs, %d completions on the remote", len(runs), completed)
+	}
+}
+
+// A run on a fresh checkout whose tool ran, and whose outcome git could
+// not push (the remote went down while the tool ran, and stayed down for
+// the run's git budget), saves the outcome on a spill branch through
+// GitHub's API; the next run, on another fresh checkout, records it: the
+// slot ran once, and is never lost and run again.
+func TestOutcomeSurvivesAStatelessRunner(t *testing.T) {
+	srv := githubtest.New(t, githubtest.Config{Files: map[string]string{
+		"schedules/s.yaml": "- {id: w, name: w, interval: 20m, target_tool: effect}\n",
+		"policies/p.yaml": "tools:\n  effect: {kind: exec, command: [sh, effect.sh], env: [SIDE, DOWN, ARM], tier: local_write}\n" +
+			"actors:\n  - {actor: astra, scopes: [\"*\"], autonomy: L3}\n",
+		// Armed, the tool takes the remote down as it ends.
+		"effect.sh": "echo \"$ASTRA_RUN_ID\" >> \"$SIDE\"\nif [ -e \"$ARM\" ]; then rm \"$ARM\"; touch \"$DOWN\"; fi\n",
+	}})
+	gittest.Must(t, srv.RepoDir(), "config", "http.receivepack", "true")
+	dir := t.TempDir()
+	side, down, arm := filepath.Join(dir, "side"), filepath.Join(dir, "down"), filepath.Join(dir, "arm")
+	proxy := newFaultProxy(t, filepath.Dir(srv.RepoDir()))
+	proxy.downIf = down
+	url := proxy.URL + "/" + filepath.Base(srv.RepoDir())
+
+	run := func(now string) (int, string) {
+		t.Helper()
+		repo := filepath.Join(t.TempDir(), "checkout")
+		gittest.Must(t, ".", "clone", "-q", url, repo)
+		cmd := exec.Command("astra", "--repo", repo, "run-due", "--now", now, "--test-clock")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + os.TempDir(), "SIDE=" + side, "DOWN=" + down, "ARM=" + arm,
+			"ASTRA_SANDBOX_WRITABLE=" + dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull,
+			"ASTRA_GIT_TIMEOUT=3s", "ASTRA_GIT_BUDGET=8s",
+			"GITHUB_TOKEN=" + srv.BotToken, "GITHUB_REPOSITORY=" + srv.Repository(), "GITHUB_API_URL=" + srv.URL}
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		t.Logf("run at %s:\n%s", now, out.String())
+		return cmd.ProcessState.ExitCode(), out.String()
+	}
+	if code, _ := run("2026-11-22T00:00:30Z"); code != 0 {
+		t.Fatalf("first run exit %d", code)
+	}
+	if err := os.WriteFile(arm, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := run("2026-11-22T00:20:30Z")
+	if code != 3 || !strings.Contains(out, "through GitHub's API") {
+		t.Fatalf("the outcome was not saved through the API: exit %d", code)
+	}
+	if b := gittest.Must(t, srv.RepoDir(), "for-each-ref", "--format=%(refname)", "refs/heads/astra/spill/"); !strings.Contains(b, "astra/spill/") {
+		t.Fatalf("no spill branch on the remote: %q", b)
+	}
+	if err := os.Remove(down); err != nil {
+		t.Fatal(err)
+	}
+	for _, now := range []string{"2026-11-22T00:21:00Z", "2026-11-22T01:00:30Z"} {
+		if code, _ := run(now); code != 0 {
+			t.Fatalf("run at %s exit %d", now, code)
+		}
+	}
+	perSlot := map[string]int{}
+	for _, id := range strings.Fields(string(readFileOrNil(t, side))) {
+		key, _, _ := strings.Cut(id, "#")
+		perSlot[key]++
+	}
+	if perSlot["w@2026-11-22T00:20:00Z"] != 1 || len(perSlot) != 2 {
+		t.Fatalf("tool runs per slot: %v", perSlot)
+	}
+	completed := 0
+	for _, e := range readLedger(t, gitBlob(t, srv.RepoDir(), "main:var/schedules/2026-11.ndjson.gz")) {
+		if e.Event == ledger.RunCompleted && e.IdempotencyKey == "w@2026-11-22T00:20:00Z" {
+			completed++
+		}
+	}
+	if completed != 1 {
+		t.Fatalf("%d completions of the 00:20 slot on the remote", completed)
 	}
 }
 

@@ -268,15 +268,32 @@ func (s *session) spill(ctx context.Context, cause error) error {
 	if err == nil {
 		err = s.spillWrites(files)
 	}
+	msg := fmt.Sprintf("astra: %d events a run could not push [skip ci]", len(pending))
 	if err == nil {
-		err = s.r.git.PushSpill(ctx, name, files, fmt.Sprintf("astra: %d events a run could not push [skip ci]", len(pending)))
+		err = s.r.git.PushSpill(ctx, name, files, msg)
+	}
+	branch := strings.TrimPrefix(gitops.SpillPrefix, "refs/heads/") + name
+	via := ""
+	if api, ok := s.r.forge.(spillAPI); ok && err != nil && errors.Is(err, errkind.ErrInfra) && ctx.Err() == nil {
+		// git could not reach the remote: GitHub's API is another way in.
+		if _, aerr := api.CreateBranchWithFiles(ctx, branch, files, msg); aerr != nil {
+			err = fmt.Errorf("%w; through GitHub's API: %w", err, aerr)
+		} else {
+			err, via = nil, " (through GitHub's API: git could not reach the remote)"
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("%w; the events stay in the local commit only (spilling failed: %w)", cause, err)
 	}
-	s.report.Spilled = strings.TrimPrefix(gitops.SpillPrefix, "refs/heads/") + name
+	s.report.Spilled = branch
 	s.deleteSpills(ctx) // their events are in the new spill
-	return fmt.Errorf("%w; %d events were saved on branch %s and the next run will add them", cause, len(pending), s.report.Spilled)
+	return fmt.Errorf("%w; %d events were saved on branch %s%s and the next run will add them", cause, len(pending), s.report.Spilled, via)
+}
+
+// spillAPI is the second way out for a spill (forge.Client): a branch
+// made through GitHub's git data API when git cannot push it.
+type spillAPI interface {
+	CreateBranchWithFiles(ctx context.Context, branch string, files map[string][]byte, message string) (string, error)
 }
 
 // deleteSpills removes the spill refs merged by this run, once their

@@ -112,6 +112,22 @@ func driveAll(t *testing.T, srv *Server, fc *forge.Client, client func(string) *
 	_, _, err = fc.EnsureApprovalPR(ctx, approval("nightly", "Approve nightly (again)", "astra:approval", "tier-3"))
 	must("update approval", err)
 
+	// A run that could not push over git keeps its events on a branch
+	// made through the git data API; a retry after a lost answer finds it.
+	spill := map[string][]byte{"events.ndjson": []byte("{}\n"), "events.ndjson.sig": []byte("sig")}
+	sha, err := fc.CreateBranchWithFiles(ctx, "astra/spill/r1-1", spill, "astra: 1 event")
+	must("spill through the API", err)
+	again, err := fc.CreateBranchWithFiles(ctx, "astra/spill/r1-1", spill, "astra: 1 event")
+	must("spill through the API again", err)
+	if again != sha {
+		t.Fatalf("the same spill made commit %s, then %s", sha, again)
+	}
+	if _, err := fc.CreateBranchWithFiles(ctx, "astra/spill/r1-1", map[string][]byte{"events.ndjson": []byte("other\n")}, "astra: 1 event"); err == nil {
+		t.Fatal("a spill of the same name with other events was accepted")
+	}
+	_, _, err = bot.Git.CreateTree(ctx, o, r, "", []*github.TreeEntry{{Path: github.String("a.txt"), Mode: github.String("100644"), Type: github.String("blob"), SHA: github.String(strings.Repeat("0", 40))}})
+	wantStatus("tree of a missing blob", err, http.StatusUnprocessableEntity)
+
 	// Reading files, comments, issues, dispatches, approvers.
 	_, err = fc.FileAt(ctx, "main", "README.md")
 	must("read file", err)
