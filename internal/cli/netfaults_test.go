@@ -25,8 +25,8 @@ type faultProxy struct {
 	*httptest.Server
 	downIf string       // while this file exists, every request answers 500
 	mode   atomic.Value // string
-	left  atomic.Int64 // requests still to fail; <0: all of them
-	fails atomic.Int64 // requests failed so far
+	left   atomic.Int64 // requests still to fail; <0: all of them
+	fails  atomic.Int64 // requests failed so far
 }
 
 func newFaultProxy(t *testing.T, root string) *faultProxy {
