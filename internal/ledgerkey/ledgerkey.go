@@ -58,7 +58,7 @@ const (
 	domainMember   = "astra ledger member v1"
 	domainSnapshot = "astra snapshot v1"
 	domainCommit   = "astra commit v1"
-	domainSpill    = "astra spill v1"
+	domainSpill    = "astra spill v2"
 )
 
 // SealedPaths are astra's files that commit seals cover: var/, except the
@@ -312,29 +312,30 @@ func (k *Keys) verifyCommit(branch, parent string, entries []gitops.Entry, messa
 	return k.verify(commitMsg(branch, parent, entries), sig)
 }
 
-func spillMsg(name string, events []byte) string {
-	sum := sha256.Sum256(events)
+func spillMsg(name string, manifest []byte) string {
+	sum := sha256.Sum256(manifest)
 	return domainSpill + "\n" + name + "\n" + hex.EncodeToString(sum[:]) + "\n"
 }
 
-// SignSpill seals the events file of spill name (the part after
-// astra/spill/): an armored signature to store beside it.
-func (k *Keys) SignSpill(name string, events []byte) ([]byte, error) {
-	sig, err := k.sign(spillMsg(name, events))
+// SignSpill seals spill name (the part after astra/spill/) by the
+// manifest of its files (each file's path and sha256, its events and the
+// tool writes it carries): an armored signature to store beside them.
+func (k *Keys) SignSpill(name string, manifest []byte) ([]byte, error) {
+	sig, err := k.sign(spillMsg(name, manifest))
 	if err != nil {
 		return nil, err
 	}
 	return seal.Armor(sig)
 }
 
-// VerifySpill checks the seal of spill name's events file: nil when a
-// listed key made it over these events under this name. A spill without
-// a seal (sig empty) does not verify.
-func (k *Keys) VerifySpill(name string, events, sig []byte) error {
+// VerifySpill checks the seal of spill name: nil when a listed key made
+// it over this manifest under this name. A spill without a seal (sig
+// empty) does not verify.
+func (k *Keys) VerifySpill(name string, manifest, sig []byte) error {
 	if len(sig) == 0 {
 		return errkind.Refusedf("spill %s is not sealed", name)
 	}
-	if err := k.verify(spillMsg(name, events), sig); err != nil {
+	if err := k.verify(spillMsg(name, manifest), sig); err != nil {
 		return errkind.Refusedf("spill %s: %w", name, err)
 	}
 	return nil

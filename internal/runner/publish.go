@@ -264,9 +264,9 @@ func (s *session) spill(ctx context.Context, cause error) error {
 	}
 	name := fmt.Sprintf("%s-%d", sanitizeRef(s.r.opts.RunnerID), time.Now().UnixNano())
 	files := map[string][]byte{spillEventsFile: buf.Bytes()}
-	err := s.signSpill(name, files)
+	err := s.spillWrites(files)
 	if err == nil {
-		err = s.spillWrites(files)
+		err = s.signSpill(name, files) // over the writes too
 	}
 	msg := fmt.Sprintf("astra: %d events a run could not push [skip ci]", len(pending))
 	if err == nil {

@@ -103,10 +103,11 @@ type Options struct {
 	// Seals are a sealed ledger's (package ledgerkey; nil: not sealed):
 	// every store the run opens reads and appends with them (seals.go).
 	Seals *ledger.Seals
-	// SignSpill and VerifySpill seal a spill's events file and check that
-	// seal (package ledgerkey); nil when the ledger is not sealed (spills.go).
-	SignSpill   func(name string, events []byte) ([]byte, error)
-	VerifySpill func(name string, events, sig []byte) error
+	// SignSpill and VerifySpill seal a spill's manifest (every file it
+	// holds, with its sha256) and check that seal (package ledgerkey); nil
+	// when the ledger is not sealed (spills.go).
+	SignSpill   func(name string, manifest []byte) ([]byte, error)
+	VerifySpill func(name string, manifest, sig []byte) error
 }
 
 // Runner runs schedules under the configuration.

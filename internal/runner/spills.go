@@ -3,8 +3,11 @@ package runner
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledger"
@@ -44,12 +47,26 @@ func spillable(evs []*ledger.Event) error {
 	return nil
 }
 
-// signSpill adds the seal of a spill's events, in a sealed ledger.
+// spillManifest is what a spill's seal covers: each of its files but the
+// seal, by path, with its sha256, in order. A spill's tool writes are
+// sealed with its events: neither can be changed, added or taken out.
+func spillManifest(files map[string][]byte) []byte {
+	var b bytes.Buffer
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		if p != spillSealFile {
+			sum := sha256.Sum256(files[p])
+			fmt.Fprintf(&b, "%x %s\n", sum, p)
+		}
+	}
+	return b.Bytes()
+}
+
+// signSpill adds the seal of a spill's files, in a sealed ledger.
 func (s *session) signSpill(name string, files map[string][]byte) error {
 	if s.r.opts.SignSpill == nil {
 		return nil
 	}
-	sig, err := s.r.opts.SignSpill(name, files[spillEventsFile])
+	sig, err := s.r.opts.SignSpill(name, spillManifest(files))
 	if err != nil {
 		return err
 	}
@@ -75,8 +92,8 @@ func (s *session) refuseSpill(name string, files map[string][]byte) (bool, error
 func (s *session) spillProblem(name string, files map[string][]byte) string {
 	events := files[spillEventsFile]
 	if s.r.opts.VerifySpill != nil {
-		if err := s.r.opts.VerifySpill(name, events, files[spillSealFile]); err != nil {
-			return "its events carry no valid seal of the ledger key: " + err.Error()
+		if err := s.r.opts.VerifySpill(name, spillManifest(files), files[spillSealFile]); err != nil {
+			return "its files carry no valid seal of the ledger key: " + err.Error()
 		}
 	}
 	for _, line := range bytes.Split(bytes.TrimSpace(events), []byte{'\n'}) {
