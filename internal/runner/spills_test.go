@@ -11,7 +11,9 @@ import (
 // writes it carries. Changing, adding or taking out any of them after it
 // was sealed makes the spill one a run refuses.
 func TestSpillSealCoversItsWrites(t *testing.T) {
-	mac := func(name string, manifest []byte) []byte { return fmt.Appendf(nil, "%x", sha256.Sum256(append([]byte(name+"\n"), manifest...))) }
+	mac := func(name string, manifest []byte) []byte {
+		return fmt.Appendf(nil, "%x", sha256.Sum256(append([]byte(name+"\n"), manifest...)))
+	}
 	s := &session{r: &Runner{opts: Options{
 		SignSpill: func(name string, manifest []byte) ([]byte, error) { return mac(name, manifest), nil },
 		VerifySpill: func(name string, manifest, sig []byte) error {
@@ -23,7 +25,7 @@ func TestSpillSealCoversItsWrites(t *testing.T) {
 	}}}
 	sealed := func() map[string][]byte {
 		files := map[string][]byte{
-			spillEventsFile:           []byte(`{"seq":1,"event":"run.completed","status":"ok","prev":""}` + "\n"),
+			spillEventsFile:            []byte(`{"seq":1,"event":"run.completed","status":"ok","prev":""}` + "\n"),
 			writesPrefix + "out/a.txt": []byte("a\n"),
 		}
 		if err := s.signSpill("r-1", files); err != nil {
