@@ -48,7 +48,10 @@ import (
 // The fourth is a stateless runner: every run starts from a fresh clone,
 // so what a killed run recorded and did not push goes with its checkout
 // (counted, not checked: such an outcome is lost and its slot runs
-// again, the gap a channel beside the branch would close).
+// again). A kill leaves no moment to save it elsewhere: the window is the
+// time from the tool's exit to its outcome's push (BenchmarkExitToOutcome);
+// a push that fails instead is saved through GitHub's API
+// (TestOutcomeSurvivesAStatelessRunner).
 func TestFaultInjection(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the parent-death signal that stops a tool with astra is Linux's")
