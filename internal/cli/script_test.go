@@ -89,6 +89,9 @@ func TestScripts(t *testing.T) {
 				_, ok := sandbox.Available()
 				return ok, nil
 			}
+			if cond == "tmpfs" { // a small filesystem of its own, in a mount namespace
+				return exec.Command("unshare", "-rm", "sh", "-c", `d=$(mktemp -d) && mount -t tmpfs -o size=64k tmpfs "$d"`).Run() == nil, nil
+			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
