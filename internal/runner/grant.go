@@ -151,6 +151,11 @@ func (s *session) checkMerge(ctx context.Context, sc *model.Schedule, req *state
 	case approval.Hash(raw) != req.Token:
 		return refusedCheck(reasonTokenChanged, fmt.Sprintf("the token merged in pull request #%d is not the one astra wrote for this request: it was changed on the pull request's branch", pr.Number))
 	}
+	if tok, err := approval.Parse(raw); err != nil || tok.ScheduleID != sc.ID || tok.IdempotencyKey != req.Key || tok.PR != pr.Number {
+		// The bytes astra wrote for another request (another slot, or one
+		// used before) approve only that one.
+		return refusedCheck(reasonNotBound, fmt.Sprintf("the token merged in pull request #%d was written for another request than %s", pr.Number, req.Key))
+	}
 	if secret := s.r.opts.Secret; len(secret) > 0 {
 		if tok, err := approval.Parse(raw); err != nil || !tok.SignedWith(secret) {
 			return refusedCheck(reasonUnsigned, fmt.Sprintf("the token merged in pull request #%d is not signed with ASTRA_APPROVAL_SECRET", pr.Number))

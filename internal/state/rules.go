@@ -76,6 +76,11 @@ func (s *State) check(e *ledger.Event) {
 			rule, why = RuleUnproven, "it was given by an unknown way: "+d.Via
 		case d.Token != "" && !s.Consumed[d.Token].IsZero():
 			rule, why = RuleReused, "its token was already used for a run"
+		case d.Via == ViaPullRequest:
+			// A merge approves the request astra opened its pull request for.
+			if a := s.Approvals[e.ScheduleID]; a == nil || a.Key != e.IdempotencyKey || a.Status != ledger.StatusPending || a.PR != e.PR {
+				rule, why = RuleUnproven, fmt.Sprintf("it names pull request #%d, which no open request of this run was made with", e.PR)
+			}
 		}
 	default:
 		return
@@ -126,20 +131,23 @@ type BreachDetail struct {
 	Breaches []Breach `json:"breaches,omitempty"`
 }
 
-// reported forgets the breaches a ledger.tampered names.
+// reported marks the breaches a ledger.tampered names as reported: only
+// those replay itself found before it, with the same event and rule. A
+// report cannot excuse what replay did not find, nor what comes after it.
 func (s *State) reported(e *ledger.Event) {
 	var d BreachDetail
-	if json.Unmarshal(e.Detail, &d) != nil || len(d.Breaches) == 0 {
+	if json.Unmarshal(e.Detail, &d) != nil {
 		return
 	}
 	for _, b := range d.Breaches {
-		b.Reported = true
-		s.Breached[strconv.FormatInt(b.Seq, 10)] = &b
+		if found := s.Breached[strconv.FormatInt(b.Seq, 10)]; found != nil && found.Seq < e.Seq && found.Event == b.Event && found.Rule == b.Rule {
+			found.Reported = true
+		}
 	}
 }
 
-// Found reports whether a breach at seq was found before: a check of the
-// decision there need not report it again.
+// Found reports whether replay found a breach at seq: the decision there
+// is reported with it, not checked again.
 func (s *State) Found(seq int64) bool {
 	return s.Breached[strconv.FormatInt(seq, 10)] != nil
 }

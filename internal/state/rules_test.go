@@ -20,6 +20,13 @@ func ruleEvent(seq int64, kind ledger.Kind, id string, slot time.Time, by string
 	return e
 }
 
+// requested gives a request its pull request, #7, as ruleEvent's
+// approvals through a pull request name.
+func requested(e *ledger.Event) *ledger.Event {
+	e.PR = 7
+	return e
+}
+
 func rules(b []Breach) []string {
 	var out []string
 	for _, x := range b {
@@ -43,10 +50,18 @@ func TestRulesFindForgedApprovals(t *testing.T) {
 			ruleEvent(1, ledger.ApprovalApproved, "a", slot, "alice", signed),
 			ruleEvent(2, ledger.ApprovalConsumed, "a", slot, "alice", signed),
 		}, nil},
-		{"approved through a pull request, then consumed", []*ledger.Event{
-			ruleEvent(1, ledger.ApprovalApproved, "a", slot, "alice", merged),
-			ruleEvent(2, ledger.ApprovalConsumed, "a", slot, "alice", merged),
+		{"requested, approved through its pull request, then consumed", []*ledger.Event{
+			requested(ruleEvent(1, ledger.ApprovalRequested, "a", slot, "", ApprovalDetail{})),
+			ruleEvent(2, ledger.ApprovalApproved, "a", slot, "alice", merged),
+			ruleEvent(3, ledger.ApprovalConsumed, "a", slot, "alice", merged),
 		}, nil},
+		{"approved through a pull request nothing requested", []*ledger.Event{
+			ruleEvent(1, ledger.ApprovalApproved, "a", slot, "alice", merged),
+		}, []string{RuleUnproven}},
+		{"approved through another request's pull request", []*ledger.Event{
+			requested(ruleEvent(1, ledger.ApprovalRequested, "a", slot.Add(24*time.Hour), "", ApprovalDetail{})),
+			ruleEvent(2, ledger.ApprovalApproved, "a", slot, "alice", merged),
+		}, []string{RuleUnproven}},
 		{"consumed without an approval", []*ledger.Event{
 			ruleEvent(1, ledger.ApprovalConsumed, "a", slot, "alice", signed),
 		}, []string{RuleUnapproved}},
@@ -110,11 +125,29 @@ func TestReportedBreachesAreForgotten(t *testing.T) {
 	if b := st.Breaches(); len(b) != 1 || b[0].Schedule != "b" {
 		t.Fatalf("breaches after the report of the first: %+v", b)
 	}
+	// A report that names what replay did not find, or finds only after
+	// it, excuses nothing.
+	forged, _ := json.Marshal(BreachDetail{Breaches: []Breach{{Seq: 5, Event: ledger.ApprovalConsumed, Rule: RuleUnapproved}, {Seq: 2, Event: ledger.ApprovalConsumed, Rule: RuleReused}}})
+	st.Apply(&ledger.Event{Seq: 4, TS: slot, Event: ledger.LedgerTampered, Detail: forged})
+	st.Apply(ruleEvent(5, ledger.ApprovalConsumed, "c", slot, "alice", ApprovalDetail{}))
+	if b := st.Breaches(); len(b) != 2 || b[0].Schedule != "b" || b[1].Schedule != "c" || st.Found(6) {
+		t.Fatalf("breaches after a forged report: %+v", b)
+	}
+	st.Apply(&ledger.Event{Seq: 6, TS: slot, Event: ledger.LedgerTampered, Detail: mustJSON(t, BreachDetail{Breaches: st.Breaches()[1:]})})
 	next := New(slot.AddDate(0, 0, 1))
 	for _, e := range st.Checkpoint(slot.AddDate(0, 0, 1)) {
 		next.Apply(e)
 	}
-	if b := next.Breaches(); len(b) != 1 || b[0].Schedule != "b" || len(next.Tampered) != 1 {
+	if b := next.Breaches(); len(b) != 1 || b[0].Schedule != "b" || len(next.Tampered) != 3 {
 		t.Fatalf("after the checkpoint: breaches %+v, tampered %v", b, next.Tampered)
 	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
