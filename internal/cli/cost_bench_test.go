@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -67,11 +66,15 @@ func astraBin(b *testing.B) string {
 // recent failures (the tasks_last_failed builtin, which reads the
 // ledger's history); without, all 20 run `true`, as runner.BenchmarkTick
 // has them. With ASTRA_BENCH_MONTH set, the month with health is kept in
-// that directory and reused by later runs.
+// that directory, those without in DIR-tick-EVENTS, and reused by later
+// runs.
 func newCostMonth(b *testing.B, dir string, events int, health bool) *costMonth {
 	b.Helper()
-	if keep := os.Getenv("ASTRA_BENCH_MONTH"); keep != "" && health {
+	if keep := os.Getenv("ASTRA_BENCH_MONTH"); keep != "" {
 		dir = keep
+		if !health {
+			dir = fmt.Sprintf("%s-tick-%d", keep, events)
+		}
 		if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
 			return loadCostMonth(b, dir)
 		}
@@ -160,31 +163,33 @@ func lastRun(b *testing.B, dir string, seg ledger.Segment) (now time.Time, trace
 // tick is one recording run at m.now, committed (nothing to push to).
 func (m *costMonth) tick(b *testing.B) string {
 	b.Helper()
-	out, _, _ := m.astra(b, "run-due", "--no-push", "--limit", "20", "--max-parallel", "4", "--now", m.now.Format(time.RFC3339), "--test-clock")
+	out, _, _, _ := m.astra(b, "run-due", "--no-push", "--limit", "20", "--max-parallel", "4", "--now", m.now.Format(time.RFC3339), "--test-clock")
 	return out
 }
 
-// astra runs astra in m and returns what it printed, its wall time and
-// its peak resident memory; it fails b unless astra exits 0.
-func (m *costMonth) astra(b *testing.B, args ...string) (string, time.Duration, int64) {
+// astra runs astra in m and returns what it printed, its wall time, its
+// peak resident memory and its CPU time; it fails b unless astra exits 0.
+func (m *costMonth) astra(b *testing.B, args ...string) (string, time.Duration, int64, time.Duration) {
 	b.Helper()
 	return runProcess(b, m.dir, astraBin(b), append([]string{"--repo", m.dir}, args...)...)
 }
 
 // runProcess runs a command in dir with a bare environment and returns
-// what it printed, its wall time and the peak resident memory of it and
-// the children it waited for. The figure comes from GNU time, a small
+// what it printed, its wall time, and the peak resident memory and the CPU
+// time (user and system) of it and the children it waited for; CPU time is
+// what compares between runs on a machine others load. The figures come
+// from GNU time, a small
 // process of its own: a child of the benchmark would inherit the
 // benchmark's own peak (Go starts children with vfork, and Linux carries
 // the peak over exec).
-func runProcess(b *testing.B, dir, name string, args ...string) (string, time.Duration, int64) {
+func runProcess(b *testing.B, dir, name string, args ...string) (string, time.Duration, int64, time.Duration) {
 	b.Helper()
 	const gnuTime = "/usr/bin/time"
 	if _, err := os.Stat(gnuTime); err != nil {
 		b.Skipf("no %s to read peak memory with: %v", gnuTime, err)
 	}
 	rssFile := filepath.Join(b.TempDir(), "rss")
-	cmd := exec.Command(gnuTime, append([]string{"-o", rssFile, "-f", "%M", name}, args...)...)
+	cmd := exec.Command(gnuTime, append([]string{"-o", rssFile, "-f", "%M %U %S", name}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "TMPDIR=" + os.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C"}
 	var out bytes.Buffer
@@ -199,11 +204,12 @@ func runProcess(b *testing.B, dir, name string, args ...string) (string, time.Du
 	if err != nil {
 		b.Fatal(err)
 	}
-	kib, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-	if err != nil {
+	var kib int64
+	var user, sys float64
+	if _, err := fmt.Sscanf(string(data), "%d %f %f", &kib, &user, &sys); err != nil {
 		b.Fatalf("GNU time wrote %q: %v", data, err)
 	}
-	return out.String(), wall, kib << 10
+	return out.String(), wall, kib << 10, time.Duration((user + sys) * float64(time.Second))
 }
 
 // copyMonth copies m (git's files, times and all) to dir.
@@ -220,8 +226,12 @@ func (m *costMonth) copy(b *testing.B, dir string) *costMonth {
 	return &c
 }
 
-// reportPeak reports the largest peak RSS seen, in MiB.
-func reportPeak(b *testing.B, peak int64) { b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB") }
+// reportPeak reports the largest peak RSS seen, in MiB, and the mean CPU
+// time of a run.
+func reportPeak(b *testing.B, peak int64, cpu time.Duration) {
+	b.ReportMetric(float64(peak)/(1<<20), "peak-RSS-MB")
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
+}
 
 // BenchmarkHistory: the commands that read the ledger's history, whole
 // process, on the 1M-event month, beside the references: reading the
@@ -238,15 +248,15 @@ func BenchmarkHistory(b *testing.B) {
 	next := m.now.Add(5 * time.Minute).Format(time.RFC3339)
 	cases := []struct {
 		name string
-		run  func(b *testing.B) (time.Duration, int64)
+		run  func(b *testing.B) (int64, time.Duration)
 	}{
-		{"zcat-tail", func(b *testing.B) (time.Duration, int64) {
-			_, wall, rss := runProcess(b, m.dir, "sh", "-c", "zcat "+strings.Join(files, " ")+" | tail -5 >/dev/null")
-			return wall, rss
+		{"zcat-tail", func(b *testing.B) (int64, time.Duration) {
+			_, _, rss, cpu := runProcess(b, m.dir, "sh", "-c", "zcat "+strings.Join(files, " ")+" | tail -5 >/dev/null")
+			return rss, cpu
 		}},
-		{"gunzip-parallel", func(b *testing.B) (time.Duration, int64) {
-			_, wall, rss := runProcess(b, m.dir, "sh", "-c", "ls "+filepath.Join(ledger.Dir, "*.ndjson.gz")+" | xargs -P 2 -n 1 zcat >/dev/null")
-			return wall, rss
+		{"gunzip-parallel", func(b *testing.B) (int64, time.Duration) {
+			_, _, rss, cpu := runProcess(b, m.dir, "sh", "-c", "ls "+filepath.Join(ledger.Dir, "*.ndjson.gz")+" | xargs -P 2 -n 1 zcat >/dev/null")
+			return rss, cpu
 		}},
 		{"tasks-list-5", astraCase(m, "--now", now, "tasks", "list", "--limit", "5")},
 		{"tasks-last-failed-5", astraCase(m, "--now", now, "tasks", "last-failed", "--limit", "5")},
@@ -259,19 +269,20 @@ func BenchmarkHistory(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			var peak int64
+			var cpu time.Duration
 			for b.Loop() {
-				_, rss := c.run(b)
-				peak = max(peak, rss)
+				rss, t := c.run(b)
+				peak, cpu = max(peak, rss), cpu+t
 			}
-			reportPeak(b, peak)
+			reportPeak(b, peak, cpu)
 		})
 	}
 }
 
-func astraCase(m *costMonth, args ...string) func(b *testing.B) (time.Duration, int64) {
-	return func(b *testing.B) (time.Duration, int64) {
-		_, wall, rss := m.astra(b, args...)
-		return wall, rss
+func astraCase(m *costMonth, args ...string) func(b *testing.B) (int64, time.Duration) {
+	return func(b *testing.B) (int64, time.Duration) {
+		_, _, rss, cpu := m.astra(b, args...)
+		return rss, cpu
 	}
 }
 
@@ -289,15 +300,16 @@ func BenchmarkTickProcess(b *testing.B) {
 			}
 			repo := month.copy(b, filepath.Join(dir, "run"))
 			var peak int64
+			var cpu time.Duration
 			for b.Loop() {
 				repo.now = repo.now.Add(5 * time.Minute)
-				out, _, rss := repo.astra(b, "run-due", "--no-push", "--limit", "20", "--max-parallel", "4", "--now", repo.now.Format(time.RFC3339), "--test-clock")
+				out, _, rss, c := repo.astra(b, "run-due", "--no-push", "--limit", "20", "--max-parallel", "4", "--now", repo.now.Format(time.RFC3339), "--test-clock")
 				if !strings.Contains(out, "ran") {
 					b.Fatalf("nothing ran:\n%s", out)
 				}
-				peak = max(peak, rss)
+				peak, cpu = max(peak, rss), cpu+c
 			}
-			reportPeak(b, peak)
+			reportPeak(b, peak, cpu)
 		})
 	}
 }

@@ -68,7 +68,7 @@ func (e *Executor) runExec(ctx context.Context, req Request) Result {
 		p.Writable = append([]string{priv.home, priv.tmp}, p.Writable...)
 		policy = &p
 	}
-	cmd, err := sandbox.Command(path, argv, env, policy, priv.dir, req.Getenv)
+	cmd, started, err := sandbox.Command(path, argv, env, policy, priv.dir, req.Getenv)
 	if err != nil {
 		return failed(fmt.Sprintf("preparing the tool's sandbox: %v", err))
 	}
@@ -97,6 +97,7 @@ func (e *Executor) runExec(ctx context.Context, req Request) Result {
 	defer runtime.UnlockOSThread()
 	start := time.Now()
 	release, err := startTool(cmd, priv.dir)
+	started()
 	outW.Close()
 	errW.Close()
 	if err != nil {

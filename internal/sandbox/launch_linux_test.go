@@ -31,6 +31,7 @@ t dev-null 'echo x > /dev/null'
 t own-proc 'grep -q "^NoNewPrivs:.1" /proc/self/status'
 t parent-environ 'cat /proc/$PPID/environ'
 t signal-parent 'kill -0 $PPID'
+t ruleset-fd 'test -e /proc/self/fd/3'
 `
 
 // TestView runs a shell in the view of a tier-0 and a tier-1 tool, and
@@ -57,10 +58,11 @@ func TestView(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &Policy{Repo: repo, WriteRepo: tc.write, Protected: protected, Writable: []string{home}}
-			cmd, err := Command("/bin/sh", []string{"sh", "-c", probe}, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}, p, t.TempDir(), os.Getenv)
+			cmd, started, err := Command("/bin/sh", []string{"sh", "-c", probe}, []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home}, p, t.TempDir(), os.Getenv)
 			if err != nil {
 				t.Fatal(err)
 			}
+			defer started()
 			cmd.Dir = repo
 			out, err := cmd.CombinedOutput()
 			if err != nil {
@@ -95,11 +97,13 @@ func BenchmarkStart(b *testing.B) {
 	run := func(b *testing.B, p *Policy) {
 		dir := b.TempDir()
 		for b.Loop() {
-			cmd, err := Command("/bin/true", []string{"true"}, nil, p, dir, os.Getenv)
+			cmd, started, err := Command("/bin/true", []string{"true"}, nil, p, dir, os.Getenv)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := cmd.Run(); err != nil {
+			err = cmd.Run()
+			started()
+			if err != nil {
 				b.Fatal(err)
 			}
 		}

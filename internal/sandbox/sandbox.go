@@ -1,8 +1,9 @@
 // Package sandbox starts tools where they cannot reach past their tier.
 //
 // A tool is started through astra itself: the executable is run again with
-// a launch spec (launch_linux.go), and that launcher, before it becomes the
-// tool (execve, same process), sets no_new_privs (setuid programs such as
+// a launch spec and the view's Landlock ruleset, made here
+// (launch_linux.go), and that launcher (package launch), before it becomes
+// the tool (execve, same process), sets no_new_privs (setuid programs such as
 // sudo gain nothing), drops the capabilities that reach around a
 // filesystem view (raw I/O, ptrace, mounts, file handles), makes the tool a
 // child subreaper (what it starts stays in its process tree while it
