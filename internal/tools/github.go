@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/astra-gitops/astra/internal/model"
 )
@@ -13,7 +14,7 @@ import (
 type GitHubAPI interface {
 	Repository() string
 	CreateIssue(ctx context.Context, title, body string, labels []string) (int, string, error)
-	CommentIssue(ctx context.Context, issue int, body, dedupeKey string) error
+	CommentIssueSince(ctx context.Context, issue int, body, dedupeKey string, since time.Time) error
 	RepositoryDispatch(ctx context.Context, eventType string, payload json.RawMessage) error
 }
 
@@ -56,8 +57,15 @@ func createIssue(ctx context.Context, api GitHubAPI, p map[string]any, dry bool)
 	return fmt.Sprintf("opened issue #%d %s", n, url), nil
 }
 
+// DedupeWindow is how far back issue_comment looks for a comment with the
+// same dedupe_key (payload dedupe_days changes it): GitHub lists an
+// issue's comments oldest first, bounded only by since, so an unbounded
+// check of a tracking issue that gets a comment every few minutes would
+// read every one of them, every time.
+const DedupeWindow = 35 * 24 * time.Hour
+
 // commentIssue comments the payload's body on its issue, once per
-// dedupe_key.
+// dedupe_key within dedupe_days (default DedupeWindow).
 func commentIssue(ctx context.Context, api GitHubAPI, p map[string]any, dry bool) (string, error) {
 	n, err := integer(p, "issue", 0)
 	if err != nil {
@@ -67,10 +75,15 @@ func commentIssue(ctx context.Context, api GitHubAPI, p map[string]any, dry bool
 		// Issue 0 would list every comment of the repository.
 		return "", fmt.Errorf("payload issue must be the number of an issue or pull request (a positive whole number)")
 	}
+	days, err := integer(p, "dedupe_days", int(DedupeWindow/(24*time.Hour)))
+	if err != nil || days < 1 || days > 366 {
+		return "", fmt.Errorf("payload dedupe_days must be a whole number of days from 1 to 366")
+	}
 	if dry {
 		return fmt.Sprintf("would comment on issue #%d of %s", n, api.Repository()), nil
 	}
-	if err := api.CommentIssue(ctx, n, str(p, "body"), str(p, "dedupe_key")); err != nil {
+	since := time.Now().Add(-time.Duration(days) * 24 * time.Hour)
+	if err := api.CommentIssueSince(ctx, n, str(p, "body"), str(p, "dedupe_key"), since); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("commented on issue #%d", n), nil

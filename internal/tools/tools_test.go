@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/astra-gitops/astra/internal/forge"
 	"github.com/astra-gitops/astra/internal/forge/githubtest"
@@ -80,6 +81,40 @@ func TestIntegerPayloads(t *testing.T) {
 		got, err := integer(map[string]any{"k": c.v}, "k", 7)
 		if (err == nil) != c.ok || (c.ok && got != c.want) {
 			t.Errorf("integer(%v) = %d, %v", c.v, got, err)
+		}
+	}
+}
+
+// A tracking issue with 10,000 comments: issue_comment's duplicate check
+// reads only the comments of its window (GitHub's since), one page, and
+// still finds a comment of the window with the same dedupe_key.
+func TestIssueCommentOnALongIssue(t *testing.T) {
+	srv, c := client(t)
+	run := GitHub(c)
+	ctx := context.Background()
+	n, _, err := c.CreateIssue(ctx, "tracking", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-400 * 24 * time.Hour)
+	srv.AddComments(t, n, "someone", 10_000, func(i int) time.Time { return old.Add(time.Duration(i) * time.Minute) })
+	tool := &model.Tool{Name: "note", Kind: model.KindGitHub, Action: "issue_comment"}
+	p := map[string]any{"issue": n, "body": "daily report", "dedupe_key": "report-2026-11-22"}
+	srv.ResetRequests()
+	for range 2 {
+		if _, err := run(ctx, tool, p, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := srv.CountRequests("GET", "/repos/octo/widgets/issues/1/comments"); got != 2 {
+		t.Fatalf("%d pages of comments read for two comments, want 2", got)
+	}
+	if got := srv.CountRequests("POST", "/repos/octo/widgets/issues/1/comments"); got != 1 {
+		t.Fatalf("%d comments posted, want 1 (the second has the same dedupe_key)", got)
+	}
+	for _, bad := range []any{0, 367, "7"} {
+		if _, err := run(ctx, tool, map[string]any{"issue": n, "body": "x", "dedupe_days": bad}, false); err == nil || !strings.Contains(err.Error(), "dedupe_days") {
+			t.Errorf("dedupe_days %v: %v", bad, err)
 		}
 	}
 }
