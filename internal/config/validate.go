@@ -53,6 +53,7 @@ func validate(root string, cfg *model.Config, policies bool, diags *diag.List) {
 		ids[s.ID] = s
 	}
 	validateChains(cfg, diags)
+	validateChainTools(cfg, diags)
 }
 
 // validateSchedule checks one schedule, concern by concern, in the order
@@ -64,6 +65,7 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags
 	validateDailyBudget(s, diags)
 	tool := validateTargetTool(&cfg.Policies, s, policies, diags)
 	validateActor(&cfg.Policies, s, tool, policies, diags)
+	validateScheduleTools(&cfg.Policies, s, tool, diags)
 	validateCatchup(s.Catchup, diags)
 	validateRunBudget(s.Budget, diags)
 	validateRetry(s.Retry, diags)
@@ -527,6 +529,7 @@ func validateActorEntry(a *model.Actor, diags *diag.List) {
 			diags.Errorf(m.At("scopes"), "use exact capabilities, prefix.* or *", "invalid scope %q", s)
 		}
 	}
+	validateToolPatterns(m, a.ToolAllow, a.ToolDeny, diags)
 	if a.RateLimit.PerMinute < 0 || a.RateLimit.PerHour < 0 {
 		diags.Errorf(a.RateLimit.Meta.Pos, "0 means no limit", "rate limits must not be negative")
 	}

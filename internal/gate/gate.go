@@ -5,6 +5,8 @@
 //  1. quarantine: the schedule has a dead letter and quarantine: true
 //  2. actor scopes: the actor must exist and grant every tool capability
 //     (seed 003: scopes are checked before autonomy; fail closed)
+//     2b. tool lists: the tool_allow / tool_deny of the schedule, its actor
+//     and, for a chained step, every step before it (deny wins)
 //  3. actor rate limits (per minute, per hour)
 //  4. global spend: a pause (pause-all, or pause-non-critical for
 //     non-critical schedules) holds every schedule that can spend, whatever
@@ -62,6 +64,8 @@ type Input struct {
 	Policies *model.Policies
 	State    *state.State
 	Now      time.Time
+	// Inherited: the tool lists of the steps before a chained step.
+	Inherited model.ToolLists
 	// Claimed: the run's own claim is among the open claims (admission
 	// again as it starts), so its cap is counted there and not again.
 	Claimed bool
@@ -83,6 +87,9 @@ func Check(in Input) Decision {
 	}
 	if miss := model.Missing(actor.Scopes, tool.Capabilities); len(miss) > 0 {
 		return skip(ledger.ReasonScopeDenied, "actor %q lacks scope for %s", s.Actor, strings.Join(miss, ", "))
+	}
+	if why := p.ToolLists(s, in.Inherited).Refuses(tool); why != "" {
+		return skip(ledger.ReasonToolDenied, "%s", why)
 	}
 	if d, ok := rateLimited(actor, s.Actor, in); ok {
 		return d

@@ -88,6 +88,8 @@ type Actor struct {
 	RateLimit RateLimit `yaml:"rate_limit" json:"rate_limit"`
 	Autonomy  Autonomy  `yaml:"autonomy" json:"autonomy" doc:"Default autonomy level (default L2)."`
 	AllowedIn []string  `yaml:"allowed_in" json:"allowed_in,omitempty" doc:"Schedule files that may use this actor, as globs such as schedules/ops/** (default: any)."`
+	ToolAllow []string  `yaml:"tool_allow" json:"tool_allow,omitempty" doc:"Globs of tool names and capabilities runs acting as this actor may use; narrows a schedule's tool_allow, never widens it."`
+	ToolDeny  []string  `yaml:"tool_deny" json:"tool_deny,omitempty" doc:"Globs of tool names and capabilities runs acting as this actor may not use, added to the schedule's tool_deny."`
 }
 
 // RateLimit bounds how many runs an actor starts.

@@ -86,6 +86,8 @@ type Schedule struct {
 	ApprovalTTL    Duration       `yaml:"approval_ttl" json:"approval_ttl" doc:"How long an approval request stays valid (default 24h)."`
 	Quarantine     bool           `yaml:"quarantine" json:"quarantine,omitempty" doc:"Stop all future slots once a slot is dead-lettered, until released."`
 	Recall         *Recall        `yaml:"recall" json:"recall,omitempty" doc:"Hand the tool recent agent memory (var/memory) within a retrieval budget."`
+	ToolAllow      []string       `yaml:"tool_allow" json:"tool_allow,omitempty" doc:"Globs of tool names and capabilities this schedule may use, its chained steps included; each tool may also enforce them per call (ASTRA_TOOL_ALLOW). Unset: any tool."`
+	ToolDeny       []string       `yaml:"tool_deny" json:"tool_deny,omitempty" doc:"Globs of tool names and capabilities this schedule may not use, its chained steps included (ASTRA_TOOL_DENY); deny wins over allow."`
 
 	// Resolved by the loader.
 	Spec *cron.Spec     `yaml:"-" json:"-"`

@@ -36,12 +36,17 @@ type task struct {
 	previous  string          // chain context: the previous step's output
 	eventData string          // triggering event payload, JSON
 	depth     int             // chain depth, 0 for a top-level run
+	inherited model.ToolLists // tool lists of the chain steps before this one
 	toolCalls int64           // tool calls spent by earlier steps of the chain
 	draft     *executor.Result
 	outcome   *Outcome
 }
 
 func (t *task) runID() string { return ledger.RunID(t.key, t.attempt) }
+
+// toolLists are the tool lists that bind t: its schedule's, its actor's
+// and those of the chain steps before it.
+func (t *task) toolLists(p *model.Policies) model.ToolLists { return p.ToolLists(t.sched, t.inherited) }
 
 // event starts a ledger event about t.
 func (t *task) event(kind ledger.Kind, status string) *ledger.Event {
@@ -358,7 +363,7 @@ func (s *session) newTask(kind plan.Kind, sc *model.Schedule, slot time.Time, ke
 
 // gate applies every gate to t and records the decision; true means run.
 func (s *session) gate(ctx context.Context, t *task) (bool, error) {
-	d := gate.Check(gate.Input{Schedule: t.sched, Policies: &s.r.cfg.Policies, State: s.state(), Now: s.now})
+	d := gate.Check(gate.Input{Schedule: t.sched, Policies: &s.r.cfg.Policies, State: s.state(), Now: s.now, Inherited: t.inherited})
 	switch d.Action {
 	case gate.Skip:
 		return false, s.skip(t, d.Reason, d.Detail)
@@ -490,7 +495,9 @@ func (r *Runner) dryRun(ctx context.Context, t *task) executor.Result {
 }
 
 func (r *Runner) request(t *task) executor.Request {
+	allow, deny := t.toolLists(&r.cfg.Policies).Env()
 	return executor.Request{
+		ToolAllow: allow, ToolDeny: deny,
 		Tool: t.tool, ScheduleID: t.sched.ID, RunID: t.runID(), TraceParent: traceParent(t.traceID, t.runID()),
 		Payload: t.sched.Payload, PreviousOutput: t.previous, Memory: r.recall(t, r.opts.Clock()), Event: t.eventData, Dir: r.opts.Root, Budget: t.sched.Budget,
 		Pricing:       &r.cfg.Policies.Budget.Pricing,
