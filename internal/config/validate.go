@@ -66,6 +66,7 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags
 	tool := validateTargetTool(&cfg.Policies, s, policies, diags)
 	validateActor(&cfg.Policies, s, tool, policies, diags)
 	validateScheduleTools(&cfg.Policies, s, tool, diags)
+	validatePayload(s, tool, diags)
 	validateCatchup(s.Catchup, diags)
 	validateRunBudget(s.Budget, diags)
 	validateRetry(s.Retry, diags)
@@ -334,6 +335,7 @@ func validateTool(root, name string, t *model.Tool, builtins map[string]*model.T
 		}
 	}
 	validateRollback(root, t, diags)
+	compileInputSchema(root, t, diags)
 	validateExecOnly(t, diags)
 	validateToolEnv(t, diags)
 	for _, g := range t.Writes {

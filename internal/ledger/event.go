@@ -96,7 +96,8 @@ const (
 	ReasonPaused          = "paused"
 	ReasonRateLimited     = "rate_limited"
 	ReasonScopeDenied     = "scope_denied"
-	ReasonToolDenied      = "tool_denied" // the tool allow/deny lists of the schedule, its actor or an earlier chain step refuse the tool
+	ReasonInvalidInput    = "invalid_input" // the payload or event does not match the tool's input_schema
+	ReasonToolDenied      = "tool_denied"   // the tool allow/deny lists of the schedule, its actor or an earlier chain step refuse the tool
 	ReasonPolicy          = "policy"
 	ReasonNotDue          = "not_due"
 	ReasonDuplicate       = "duplicate"

@@ -33,8 +33,9 @@ type Policies struct {
 
 // Tool is one entry of the tool catalog (seed 003 ToolMetadata plus how to run it).
 type Tool struct {
-	Meta Meta   `yaml:"-" json:"-"`
-	Name string `yaml:"-" json:"name"`
+	Meta  Meta   `yaml:"-" json:"-"`
+	Name  string `yaml:"-" json:"name"`
+	Input Input  `yaml:"-" json:"-"` // compiled input_schema
 
 	Kind               string            `yaml:"kind" json:"kind" doc:"How the tool runs." enum:"exec,http,builtin,github" required:"true"`
 	Description        string            `yaml:"description" json:"description,omitempty"`
@@ -54,7 +55,30 @@ type Tool struct {
 	Rollback           []string          `yaml:"rollback" json:"rollback,omitempty" doc:"argv of a compensating command for 'astra rollback'."`
 	RunsOn             Labels            `yaml:"runs_on" json:"runs_on,omitempty" doc:"astra plan: GitHub Actions runner label(s) of the jobs that run this tool, unless the schedule names its own."`
 	Files              []string          `yaml:"files" json:"files,omitempty" doc:"exec: repository files the tool loads besides the ones its command names (libraries it sources, modules, a Makefile), as globs such as lib/deploy/**. Without it, approvals bind the whole directory of each script the command names; with it, those scripts and these globs. Either way no other tool may change them."`
+	InputSchema        any               `yaml:"input_schema" json:"input_schema,omitempty" doc:"JSON Schema (draft 2020-12 unless $schema says otherwise) of the tool's payload: inline, or the path of a .json file in the repository. validate checks every schedule's payload against it; a run whose payload or event does not match is refused."`
 	Writes             []string          `yaml:"writes" json:"writes,omitempty" doc:"exec: repository paths the tool writes, as globs such as reports/** (* within a path segment, ** across); what it changes there is committed with its run, anything else it changes is put back before the next tool runs and reported. Never astra's files, workflows, CODEOWNERS, files tools run or paths CODEOWNERS gives owners."`
+}
+
+// Input checks a JSON value against the tool's input_schema; nil when it
+// declares none. The configuration loader sets it.
+type Input interface {
+	Check(doc any) error
+	CheckJSON(doc []byte) error
+}
+
+// ChecksPayload reports whether runs of s hand their tool a payload its
+// input_schema must accept: any schedule except one run only by events
+// and written without a payload, whose tool's input is the event.
+func ChecksPayload(s *Schedule) bool {
+	return s.Meta.Has("payload") || s.OnEvent == "" || s.Triggered() || s.RunImmediately
+}
+
+// PayloadOf is the payload runs of s hand their tool: {} when it has none.
+func PayloadOf(s *Schedule) any {
+	if s.Payload == nil {
+		return map[string]any{}
+	}
+	return s.Payload
 }
 
 // Declares reports whether the tool declares that it writes path (a slash

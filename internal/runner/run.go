@@ -37,6 +37,7 @@ type task struct {
 	eventData string          // triggering event payload, JSON
 	depth     int             // chain depth, 0 for a top-level run
 	inherited model.ToolLists // tool lists of the chain steps before this one
+	by        string          // who triggered the event that started it, when someone did
 	toolCalls int64           // tool calls spent by earlier steps of the chain
 	draft     *executor.Result
 	outcome   *Outcome
@@ -363,6 +364,12 @@ func (s *session) newTask(kind plan.Kind, sc *model.Schedule, slot time.Time, ke
 
 // gate applies every gate to t and records the decision; true means run.
 func (s *session) gate(ctx context.Context, t *task) (bool, error) {
+	if why := inputRefused(t); why != "" {
+		t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionSkipped, ledger.ReasonInvalidInput, why
+		ev := s.skipEvent(t, ledger.ReasonInvalidInput, why)
+		ev.By = t.by
+		return false, s.record(ev)
+	}
 	d := gate.Check(gate.Input{Schedule: t.sched, Policies: &s.r.cfg.Policies, State: s.state(), Now: s.now, Inherited: t.inherited})
 	switch d.Action {
 	case gate.Skip:
@@ -399,6 +406,26 @@ func (s *session) gate(ctx context.Context, t *task) (bool, error) {
 		return false, err
 	}
 	return true, s.claim(t)
+}
+
+// inputRefused says how what t would hand its tool does not match the
+// tool's input_schema: its payload, and the event that started it; ""
+// when it matches or the tool declares no schema.
+func inputRefused(t *task) string {
+	if t.tool == nil || t.tool.Input == nil {
+		return ""
+	}
+	if model.ChecksPayload(t.sched) {
+		if err := t.tool.Input.Check(model.PayloadOf(t.sched)); err != nil {
+			return fmt.Sprintf("payload does not match tool %q's input_schema: %v", t.tool.Name, err)
+		}
+	}
+	if t.eventData != "" {
+		if err := t.tool.Input.CheckJSON([]byte(t.eventData)); err != nil {
+			return fmt.Sprintf("event payload does not match tool %q's input_schema: %v", t.tool.Name, err)
+		}
+	}
+	return ""
 }
 
 // wait holds t back while another approval of its schedule is open: a
