@@ -67,6 +67,9 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags
 	validateActor(&cfg.Policies, s, tool, policies, diags)
 	validateScheduleTools(&cfg.Policies, s, tool, diags)
 	validatePayload(s, tool, diags)
+	if s.RetryNonIdem && tool != nil && !tool.NonIdempotent() {
+		diags.Warnf(s.Meta.At("retry_non_idempotent"), "leave it out", "retry_non_idempotent has no effect: tool %q does not declare idempotent: false", tool.Name)
+	}
 	validateCatchup(s.Catchup, diags)
 	validateRunBudget(s.Budget, diags)
 	validateRetry(s.Retry, diags)

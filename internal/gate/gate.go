@@ -16,7 +16,8 @@
 //  5. per-day run count (tier 1 default 4; tier 0 has none, but step 4
 //     holds it like any tier: only free runs pass a pause)
 //  6. approval: tier 2, task policy auto_execute=false, tool
-//     requires_approval, autonomy L0/L1, or tool risk above the policy's
+//     requires_approval, autonomy L0/L1, tool risk_level high (whatever
+//     the tier), or tool risk above the policy's
 //     max_risk_level — the strictest of them wins
 //
 // Cheap hard denials come first so that an approval is only requested for

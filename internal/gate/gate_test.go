@@ -68,7 +68,7 @@ func TestCheck(t *testing.T) {
 		{"tenant override beats global", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo" }), nil, Run, "", ""},
 		{"other tenant falls back to global", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "acme" }), nil, NeedApproval, "", "(global)"},
 		{"tool requires approval", sched("send", "admin"), nil, NeedApproval, "", "tool send requires approval"},
-		{"risk above the policy's max", sched("risky", "admin"), nil, NeedApproval, "", "risk high is above"},
+		{"risk_level high forces approval at tier 0", sched("risky", "admin"), nil, NeedApproval, "", "tool risky has risk_level high"},
 		{"L1 draft needs approval", sched("read", "admin", func(s *model.Schedule) { s.Autonomy = model.L1Draft }), nil, NeedApproval, "", "autonomy L1_Draft"},
 		{"L0 ask needs approval", sched("read", "admin", func(s *model.Schedule) { s.Autonomy = model.L0Ask }), nil, NeedApproval, "", "autonomy L0_Ask"},
 		{"per-day budget used", sched("write", "admin", func(s *model.Schedule) { s.Tenant = "demo"; s.PerDayBudget = 2 }), func(st *state.State) {

@@ -50,8 +50,8 @@ type Tool struct {
 	Capabilities       []string          `yaml:"capabilities" json:"capabilities" doc:"Dot-notation capabilities the actor's scopes must grant."`
 	RequiresApproval   bool              `yaml:"requires_approval" json:"requires_approval,omitempty"`
 	DryRunSupported    bool              `yaml:"dry_run_supported" json:"dry_run_supported,omitempty" doc:"Run it with ASTRA_DRY_RUN=1 in dry runs instead of only describing it."`
-	Idempotent         bool              `yaml:"idempotent" json:"idempotent,omitempty" doc:"Safe to retry with the same input."`
-	RiskLevel          Risk              `yaml:"risk_level" json:"risk_level" doc:"low, medium or high."`
+	Idempotent         bool              `yaml:"idempotent" json:"idempotent,omitempty" doc:"Safe to retry with the same input. false (written): a failed run is not retried automatically unless its schedule sets retry_non_idempotent; it goes to the dead letter."`
+	RiskLevel          Risk              `yaml:"risk_level" json:"risk_level" doc:"low, medium or high; high: every run needs an approval, whatever the schedule's tier."`
 	Rollback           []string          `yaml:"rollback" json:"rollback,omitempty" doc:"argv of a compensating command for 'astra rollback'."`
 	RunsOn             Labels            `yaml:"runs_on" json:"runs_on,omitempty" doc:"astra plan: GitHub Actions runner label(s) of the jobs that run this tool, unless the schedule names its own."`
 	Files              []string          `yaml:"files" json:"files,omitempty" doc:"exec: repository files the tool loads besides the ones its command names (libraries it sources, modules, a Makefile), as globs such as lib/deploy/**. Without it, approvals bind the whole directory of each script the command names; with it, those scripts and these globs. Either way no other tool may change them."`
@@ -65,6 +65,11 @@ type Input interface {
 	Check(doc any) error
 	CheckJSON(doc []byte) error
 }
+
+// NonIdempotent reports whether the tool declares idempotent: false: a
+// failed run is not retried automatically (Schedule.RetryNonIdempotent).
+// A tool that leaves idempotent out is retried as any other.
+func (t *Tool) NonIdempotent() bool { return t.Meta.Has("idempotent") && !t.Idempotent }
 
 // ChecksPayload reports whether runs of s hand their tool a payload its
 // input_schema must accept: any schedule except one run only by events

@@ -79,6 +79,7 @@ type Schedule struct {
 	Autonomy       Autonomy       `yaml:"autonomy" json:"autonomy" doc:"L0 ask, L1 draft, L2 execute+notify, L3 silent; may only be stricter than the actor's default."`
 	Budget         TaskBudget     `yaml:"budget" json:"budget"`
 	Retry          Retry          `yaml:"retry" json:"retry"`
+	RetryNonIdem   bool           `yaml:"retry_non_idempotent" json:"retry_non_idempotent,omitempty" doc:"Retry failed runs even when the tool declares idempotent: false (default: they go to the dead letter)."`
 	Catchup        Catchup        `yaml:"catchup" json:"catchup"`
 	Lane           string         `yaml:"lane" json:"lane,omitempty" doc:"Schedules sharing a lane never run concurrently."`
 	RunsOn         Labels         `yaml:"runs_on" json:"runs_on,omitempty" doc:"astra plan: GitHub Actions runner label(s) of this schedule's job (default the tool's runs_on, else ubuntu-latest)."`

@@ -499,6 +499,14 @@ func (s *session) stale(t *task, o *state.Open) error {
 // or the dead letter after the last one (seed 002).
 func (s *session) retryOrDeadLetter(t *task, why string) []*ledger.Event {
 	r := t.sched.Retry
+	if t.attempt < r.MaxAttempts && t.tool != nil && t.tool.NonIdempotent() && !t.sched.RetryNonIdem {
+		ev := t.event(ledger.RunDeadLettered, ledger.StatusDeadLetter)
+		ev.Attempt, ev.Reason = t.attempt, ledger.ReasonNonIdempotent
+		ev.Error = fmt.Sprintf("%s; not retried: tool %s declares idempotent: false (retry_non_idempotent: true on the schedule retries it); release it with `astra dead-letter retry %s`",
+			why, t.tool.Name, t.key)
+		t.outcome.DeadLettered = true
+		return []*ledger.Event{ev}
+	}
 	if t.attempt < r.MaxAttempts {
 		ev := t.event(ledger.RunRetryScheduled, ledger.StatusRetry)
 		ev.Attempt = t.attempt + 1
