@@ -24,6 +24,7 @@ var layers = map[string][]string{
 	"internal/cron":              {},
 	"internal/repofs":            {},
 	"internal/money":             {},
+	"internal/inputschema":       {},
 	"internal/ledger":            {"internal/money", "internal/repofs"},
 	"internal/approval":          {"internal/buildinfo", "internal/model", "internal/repofs", "internal/seal"},
 	"internal/gittest":           {},
@@ -35,7 +36,7 @@ var layers = map[string][]string{
 	"internal/scaffold":          {"internal/buildinfo"},
 	"scripts/action":             {}, // tests of the GitHub Action's scripts
 	"internal/model":             {"internal/cron", "internal/diag", "internal/money"},
-	"internal/config":            {"internal/approval", "internal/codeowners", "internal/cron", "internal/diag", "internal/model", "internal/money", "internal/redact", "internal/repofs", "internal/seal"},
+	"internal/config":            {"internal/approval", "internal/codeowners", "internal/cron", "internal/diag", "internal/inputschema", "internal/model", "internal/money", "internal/redact", "internal/repofs", "internal/seal"},
 	"internal/state":             {"internal/ledger", "internal/money", "internal/repofs"},
 	"internal/ledgerkey":         {"internal/gitops", "internal/ledger", "internal/model", "internal/seal"},
 	"internal/ledger/ledgertest": {"internal/ledger", "internal/money"},
@@ -77,6 +78,7 @@ var thirdParty = map[string][]string{
 	"go.opentelemetry.io/":        {"internal/telemetry"},
 	"github.com/landlock-lsm/":    {"internal/sandbox"},
 	"golang.org/x/sys/":           {"internal/sandbox", "internal/executor"},
+	"github.com/santhosh-tekuri/": {"internal/inputschema"},
 }
 
 // TestLayering holds every package to its place in the layering: a domain

@@ -104,6 +104,8 @@ func (g *schemaGen) of(t reflect.Type) map[string]any {
 		return map[string]any{"type": "object", "additionalProperties": g.of(t.Elem())}
 	case reflect.Struct:
 		return g.ref(t)
+	case reflect.Interface: // input_schema: a path or an inline schema
+		return map[string]any{"type": []any{"string", "object"}}
 	}
 	panic("schema: unsupported type " + t.String())
 }

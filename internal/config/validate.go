@@ -53,6 +53,7 @@ func validate(root string, cfg *model.Config, policies bool, diags *diag.List) {
 		ids[s.ID] = s
 	}
 	validateChains(cfg, diags)
+	validateChainTools(cfg, diags)
 }
 
 // validateSchedule checks one schedule, concern by concern, in the order
@@ -64,6 +65,11 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags
 	validateDailyBudget(s, diags)
 	tool := validateTargetTool(&cfg.Policies, s, policies, diags)
 	validateActor(&cfg.Policies, s, tool, policies, diags)
+	validateScheduleTools(&cfg.Policies, s, tool, diags)
+	validatePayload(s, tool, diags)
+	if s.RetryNonIdem && tool != nil && !tool.NonIdempotent() {
+		diags.Warnf(s.Meta.At("retry_non_idempotent"), "leave it out", "retry_non_idempotent has no effect: tool %q does not declare idempotent: false", tool.Name)
+	}
 	validateCatchup(s.Catchup, diags)
 	validateRunBudget(s.Budget, diags)
 	validateRetry(s.Retry, diags)
@@ -332,6 +338,7 @@ func validateTool(root, name string, t *model.Tool, builtins map[string]*model.T
 		}
 	}
 	validateRollback(root, t, diags)
+	compileInputSchema(root, t, diags)
 	validateExecOnly(t, diags)
 	validateToolEnv(t, diags)
 	for _, g := range t.Writes {
@@ -527,6 +534,7 @@ func validateActorEntry(a *model.Actor, diags *diag.List) {
 			diags.Errorf(m.At("scopes"), "use exact capabilities, prefix.* or *", "invalid scope %q", s)
 		}
 	}
+	validateToolPatterns(m, a.ToolAllow, a.ToolDeny, diags)
 	if a.RateLimit.PerMinute < 0 || a.RateLimit.PerHour < 0 {
 		diags.Errorf(a.RateLimit.Meta.Pos, "0 means no limit", "rate limits must not be negative")
 	}

@@ -283,6 +283,12 @@ func toolEnv(req Request, priv *private, payload []byte) (env []string, stdin *o
 	add("ASTRA_DRY_RUN", dry)
 	add("ASTRA_RUN_ID", req.RunID)
 	add("ASTRA_SCHEDULE_ID", req.ScheduleID)
+	if req.ToolAllow != "" {
+		add("ASTRA_TOOL_ALLOW", req.ToolAllow)
+	}
+	if req.ToolDeny != "" {
+		add("ASTRA_TOOL_DENY", req.ToolDeny)
+	}
 	add("HOME", priv.home)
 	add("TMPDIR", priv.tmp)
 	if err := input("ASTRA_PAYLOAD", payload); err != nil {

@@ -56,6 +56,8 @@ type Request struct {
 	Memory         string // recalled agent memory, JSON (ASTRA_MEMORY)
 	Event          string // the triggering event's payload, JSON (ASTRA_EVENT)
 	DryRun         bool
+	ToolAllow      string           // the run's tool allow lists (model.ToolLists.Env), ASTRA_TOOL_ALLOW
+	ToolDeny       string           // its tool deny patterns, ASTRA_TOOL_DENY
 	Dir            string           // working directory of exec tools: the repository root
 	Budget         model.TaskBudget // zero fields: no limit (max_cost_usd 0: spends nothing)
 	Pricing        *model.Pricing   // prices of tokens reported without a cost

@@ -270,7 +270,8 @@ func TestHTTPSignedEnvelope(t *testing.T) {
 			http.Error(w, "bad signature", http.StatusUnauthorized)
 			return
 		}
-		if r.Header.Get("X-Team") != "astra" || r.Header.Get("traceparent") == "" || r.Header.Get("X-Astra-Run-Id") != "k#1" {
+		if r.Header.Get("X-Team") != "astra" || r.Header.Get("traceparent") == "" || r.Header.Get("X-Astra-Run-Id") != "k#1" ||
+			r.Header.Get("X-Astra-Tool-Allow") != "github.*;gh*" || r.Header.Get("X-Astra-Tool-Deny") != "github.repos.delete" {
 			http.Error(w, "headers", http.StatusBadRequest)
 			return
 		}
@@ -279,7 +280,7 @@ func TestHTTPSignedEnvelope(t *testing.T) {
 	}))
 	defer srv.Close()
 	e := New(Options{})
-	req := Request{Tool: httpTool(srv.URL), ScheduleID: "s", RunID: "k#1", TraceParent: "00-x-y-01", Payload: map[string]any{"to": "a@b"}, Budget: model.TaskBudget{MaxCost: money.Dollar},
+	req := Request{Tool: httpTool(srv.URL), ScheduleID: "s", RunID: "k#1", TraceParent: "00-x-y-01", ToolAllow: "github.*;gh*", ToolDeny: "github.repos.delete", Payload: map[string]any{"to": "a@b"}, Budget: model.TaskBudget{MaxCost: money.Dollar},
 		PreviousOutput: "prev", Getenv: envOf(map[string]string{"HOOK_SECRET": secret})}
 	res := e.Run(context.Background(), req)
 	if res.Status != StatusOK || got.ScheduleID != "s" || got.Payload["to"] != "a@b" || got.PreviousOutput != "prev" || got.DryRun {

@@ -121,6 +121,12 @@ func (e *Executor) httpOnce(ctx context.Context, req Request, body, secret []byt
 	}
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("X-Astra-Run-Id", req.RunID)
+	if req.ToolAllow != "" {
+		hr.Header.Set("X-Astra-Tool-Allow", req.ToolAllow)
+	}
+	if req.ToolDeny != "" {
+		hr.Header.Set("X-Astra-Tool-Deny", req.ToolDeny)
+	}
 	if req.TraceParent != "" {
 		hr.Header.Set("traceparent", req.TraceParent)
 	}

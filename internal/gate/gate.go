@@ -5,6 +5,8 @@
 //  1. quarantine: the schedule has a dead letter and quarantine: true
 //  2. actor scopes: the actor must exist and grant every tool capability
 //     (seed 003: scopes are checked before autonomy; fail closed)
+//     2b. tool lists: the tool_allow / tool_deny of the schedule, its actor
+//     and, for a chained step, every step before it (deny wins)
 //  3. actor rate limits (per minute, per hour)
 //  4. global spend: a pause (pause-all, or pause-non-critical for
 //     non-critical schedules) holds every schedule that can spend, whatever
@@ -14,7 +16,8 @@
 //  5. per-day run count (tier 1 default 4; tier 0 has none, but step 4
 //     holds it like any tier: only free runs pass a pause)
 //  6. approval: tier 2, task policy auto_execute=false, tool
-//     requires_approval, autonomy L0/L1, or tool risk above the policy's
+//     requires_approval, autonomy L0/L1, tool risk_level high (whatever
+//     the tier), or tool risk above the policy's
 //     max_risk_level — the strictest of them wins
 //
 // Cheap hard denials come first so that an approval is only requested for
@@ -62,6 +65,8 @@ type Input struct {
 	Policies *model.Policies
 	State    *state.State
 	Now      time.Time
+	// Inherited: the tool lists of the steps before a chained step.
+	Inherited model.ToolLists
 	// Claimed: the run's own claim is among the open claims (admission
 	// again as it starts), so its cap is counted there and not again.
 	Claimed bool
@@ -83,6 +88,9 @@ func Check(in Input) Decision {
 	}
 	if miss := model.Missing(actor.Scopes, tool.Capabilities); len(miss) > 0 {
 		return skip(ledger.ReasonScopeDenied, "actor %q lacks scope for %s", s.Actor, strings.Join(miss, ", "))
+	}
+	if why := p.ToolLists(s, in.Inherited).Refuses(tool); why != "" {
+		return skip(ledger.ReasonToolDenied, "%s", why)
 	}
 	if d, ok := rateLimited(actor, s.Actor, in); ok {
 		return d

@@ -96,6 +96,9 @@ const (
 	ReasonPaused          = "paused"
 	ReasonRateLimited     = "rate_limited"
 	ReasonScopeDenied     = "scope_denied"
+	ReasonInvalidInput    = "invalid_input"  // the payload or event does not match the tool's input_schema
+	ReasonNonIdempotent   = "non_idempotent" // a dead letter instead of a retry: the tool declares idempotent: false
+	ReasonToolDenied      = "tool_denied"    // the tool allow/deny lists of the schedule, its actor or an earlier chain step refuse the tool
 	ReasonPolicy          = "policy"
 	ReasonNotDue          = "not_due"
 	ReasonDuplicate       = "duplicate"

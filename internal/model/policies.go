@@ -33,8 +33,9 @@ type Policies struct {
 
 // Tool is one entry of the tool catalog (seed 003 ToolMetadata plus how to run it).
 type Tool struct {
-	Meta Meta   `yaml:"-" json:"-"`
-	Name string `yaml:"-" json:"name"`
+	Meta  Meta   `yaml:"-" json:"-"`
+	Name  string `yaml:"-" json:"name"`
+	Input Input  `yaml:"-" json:"-"` // compiled input_schema
 
 	Kind               string            `yaml:"kind" json:"kind" doc:"How the tool runs." enum:"exec,http,builtin,github" required:"true"`
 	Description        string            `yaml:"description" json:"description,omitempty"`
@@ -49,12 +50,40 @@ type Tool struct {
 	Capabilities       []string          `yaml:"capabilities" json:"capabilities" doc:"Dot-notation capabilities the actor's scopes must grant."`
 	RequiresApproval   bool              `yaml:"requires_approval" json:"requires_approval,omitempty"`
 	DryRunSupported    bool              `yaml:"dry_run_supported" json:"dry_run_supported,omitempty" doc:"Run it with ASTRA_DRY_RUN=1 in dry runs instead of only describing it."`
-	Idempotent         bool              `yaml:"idempotent" json:"idempotent,omitempty" doc:"Safe to retry with the same input."`
-	RiskLevel          Risk              `yaml:"risk_level" json:"risk_level" doc:"low, medium or high."`
+	Idempotent         bool              `yaml:"idempotent" json:"idempotent,omitempty" doc:"Safe to retry with the same input. false (written): a failed run is not retried automatically unless its schedule sets retry_non_idempotent; it goes to the dead letter."`
+	RiskLevel          Risk              `yaml:"risk_level" json:"risk_level" doc:"low, medium or high; high: every run needs an approval, whatever the schedule's tier."`
 	Rollback           []string          `yaml:"rollback" json:"rollback,omitempty" doc:"argv of a compensating command for 'astra rollback'."`
 	RunsOn             Labels            `yaml:"runs_on" json:"runs_on,omitempty" doc:"astra plan: GitHub Actions runner label(s) of the jobs that run this tool, unless the schedule names its own."`
 	Files              []string          `yaml:"files" json:"files,omitempty" doc:"exec: repository files the tool loads besides the ones its command names (libraries it sources, modules, a Makefile), as globs such as lib/deploy/**. Without it, approvals bind the whole directory of each script the command names; with it, those scripts and these globs. Either way no other tool may change them."`
+	InputSchema        any               `yaml:"input_schema" json:"input_schema,omitempty" doc:"JSON Schema (draft 2020-12 unless $schema says otherwise) of the tool's payload: inline, or the path of a .json file in the repository. validate checks every schedule's payload against it; a run whose payload or event does not match is refused."`
 	Writes             []string          `yaml:"writes" json:"writes,omitempty" doc:"exec: repository paths the tool writes, as globs such as reports/** (* within a path segment, ** across); what it changes there is committed with its run, anything else it changes is put back before the next tool runs and reported. Never astra's files, workflows, CODEOWNERS, files tools run or paths CODEOWNERS gives owners."`
+}
+
+// Input checks a JSON value against the tool's input_schema; nil when it
+// declares none. The configuration loader sets it.
+type Input interface {
+	Check(doc any) error
+	CheckJSON(doc []byte) error
+}
+
+// NonIdempotent reports whether the tool declares idempotent: false: a
+// failed run is not retried automatically (Schedule.RetryNonIdempotent).
+// A tool that leaves idempotent out is retried as any other.
+func (t *Tool) NonIdempotent() bool { return t.Meta.Has("idempotent") && !t.Idempotent }
+
+// ChecksPayload reports whether runs of s hand their tool a payload its
+// input_schema must accept: any schedule except one run only by events
+// and written without a payload, whose tool's input is the event.
+func ChecksPayload(s *Schedule) bool {
+	return s.Meta.Has("payload") || s.OnEvent == "" || s.Triggered() || s.RunImmediately
+}
+
+// PayloadOf is the payload runs of s hand their tool: {} when it has none.
+func PayloadOf(s *Schedule) any {
+	if s.Payload == nil {
+		return map[string]any{}
+	}
+	return s.Payload
 }
 
 // Declares reports whether the tool declares that it writes path (a slash
@@ -88,6 +117,8 @@ type Actor struct {
 	RateLimit RateLimit `yaml:"rate_limit" json:"rate_limit"`
 	Autonomy  Autonomy  `yaml:"autonomy" json:"autonomy" doc:"Default autonomy level (default L2)."`
 	AllowedIn []string  `yaml:"allowed_in" json:"allowed_in,omitempty" doc:"Schedule files that may use this actor, as globs such as schedules/ops/** (default: any)."`
+	ToolAllow []string  `yaml:"tool_allow" json:"tool_allow,omitempty" doc:"Globs of tool names and capabilities runs acting as this actor may use; narrows a schedule's tool_allow, never widens it."`
+	ToolDeny  []string  `yaml:"tool_deny" json:"tool_deny,omitempty" doc:"Globs of tool names and capabilities runs acting as this actor may not use, added to the schedule's tool_deny."`
 }
 
 // RateLimit bounds how many runs an actor starts.

@@ -115,7 +115,9 @@ func TestApprovalReasons(t *testing.T) {
 		{"every rule", &Schedule{Tenant: "acme", SafetyTier: TierExternal, Autonomy: L0Ask},
 			&Tool{Name: "notify", RequiresApproval: true, RiskLevel: RiskHigh},
 			[]string{"safety tier 2 (external)", "task policy for notify (tenant acme) has auto_execute: false",
-				"tool notify requires approval", "autonomy L0_Ask"}},
+				"tool notify requires approval", "autonomy L0_Ask", "tool notify has risk_level high"}},
+		{"risk high at tier 0, without a task policy", &Schedule{Autonomy: L3ExecuteSilent}, &Tool{Name: "wipe", RiskLevel: RiskHigh},
+			[]string{"tool wipe has risk_level high"}},
 	} {
 		if got := p.ApprovalReasons(c.s, c.tool); !slices.Equal(got, c.want) {
 			t.Errorf("%s:\n got  %q\n want %q", c.name, got, c.want)

@@ -125,7 +125,11 @@ func (p *Policies) ApprovalReasons(s *Schedule, tool *Tool) []string {
 	if s.Autonomy.NeedsApproval() {
 		r = append(r, fmt.Sprintf("autonomy %s", s.Autonomy))
 	}
-	if tp != nil && tool.RiskLevel > tp.MaxRiskLevel {
+	switch {
+	case tool.RiskLevel >= RiskHigh:
+		// Whatever the tier, the autonomy and the task policy.
+		r = append(r, fmt.Sprintf("tool %s has risk_level high", tool.Name))
+	case tp != nil && tool.RiskLevel > tp.MaxRiskLevel:
 		r = append(r, fmt.Sprintf("tool risk %s is above the policy's max_risk_level %s", tool.RiskLevel, tp.MaxRiskLevel))
 	}
 	return r

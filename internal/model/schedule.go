@@ -79,6 +79,7 @@ type Schedule struct {
 	Autonomy       Autonomy       `yaml:"autonomy" json:"autonomy" doc:"L0 ask, L1 draft, L2 execute+notify, L3 silent; may only be stricter than the actor's default."`
 	Budget         TaskBudget     `yaml:"budget" json:"budget"`
 	Retry          Retry          `yaml:"retry" json:"retry"`
+	RetryNonIdem   bool           `yaml:"retry_non_idempotent" json:"retry_non_idempotent,omitempty" doc:"Retry failed runs even when the tool declares idempotent: false (default: they go to the dead letter)."`
 	Catchup        Catchup        `yaml:"catchup" json:"catchup"`
 	Lane           string         `yaml:"lane" json:"lane,omitempty" doc:"Schedules sharing a lane never run concurrently."`
 	RunsOn         Labels         `yaml:"runs_on" json:"runs_on,omitempty" doc:"astra plan: GitHub Actions runner label(s) of this schedule's job (default the tool's runs_on, else ubuntu-latest)."`
@@ -86,6 +87,8 @@ type Schedule struct {
 	ApprovalTTL    Duration       `yaml:"approval_ttl" json:"approval_ttl" doc:"How long an approval request stays valid (default 24h)."`
 	Quarantine     bool           `yaml:"quarantine" json:"quarantine,omitempty" doc:"Stop all future slots once a slot is dead-lettered, until released."`
 	Recall         *Recall        `yaml:"recall" json:"recall,omitempty" doc:"Hand the tool recent agent memory (var/memory) within a retrieval budget."`
+	ToolAllow      []string       `yaml:"tool_allow" json:"tool_allow,omitempty" doc:"Globs of tool names and capabilities this schedule may use, its chained steps included; each tool may also enforce them per call (ASTRA_TOOL_ALLOW). Unset: any tool."`
+	ToolDeny       []string       `yaml:"tool_deny" json:"tool_deny,omitempty" doc:"Globs of tool names and capabilities this schedule may not use, its chained steps included (ASTRA_TOOL_DENY); deny wins over allow."`
 
 	// Resolved by the loader.
 	Spec *cron.Spec     `yaml:"-" json:"-"`

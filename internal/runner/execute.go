@@ -200,6 +200,7 @@ func (s *session) chain(ctx context.Context, t *task, res executor.Result) {
 	}
 	c := s.newTask(plan.KindChain, next, t.slot, ledger.ChainKey(t.key, next.ID), t.mode, 1, t.traceID)
 	c.depth = t.depth + 1
+	c.inherited = t.toolLists(&s.r.cfg.Policies) // a chain never widens what its first step may use
 	c.toolCalls = t.toolCalls + res.Usage.ToolCalls
 	if rr.ContextFromResult {
 		c.previous = res.Output

@@ -36,12 +36,18 @@ type task struct {
 	previous  string          // chain context: the previous step's output
 	eventData string          // triggering event payload, JSON
 	depth     int             // chain depth, 0 for a top-level run
+	inherited model.ToolLists // tool lists of the chain steps before this one
+	by        string          // who triggered the event that started it, when someone did
 	toolCalls int64           // tool calls spent by earlier steps of the chain
 	draft     *executor.Result
 	outcome   *Outcome
 }
 
 func (t *task) runID() string { return ledger.RunID(t.key, t.attempt) }
+
+// toolLists are the tool lists that bind t: its schedule's, its actor's
+// and those of the chain steps before it.
+func (t *task) toolLists(p *model.Policies) model.ToolLists { return p.ToolLists(t.sched, t.inherited) }
 
 // event starts a ledger event about t.
 func (t *task) event(kind ledger.Kind, status string) *ledger.Event {
@@ -358,7 +364,13 @@ func (s *session) newTask(kind plan.Kind, sc *model.Schedule, slot time.Time, ke
 
 // gate applies every gate to t and records the decision; true means run.
 func (s *session) gate(ctx context.Context, t *task) (bool, error) {
-	d := gate.Check(gate.Input{Schedule: t.sched, Policies: &s.r.cfg.Policies, State: s.state(), Now: s.now})
+	if why := inputRefused(t); why != "" {
+		t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionSkipped, ledger.ReasonInvalidInput, why
+		ev := s.skipEvent(t, ledger.ReasonInvalidInput, why)
+		ev.By = t.by
+		return false, s.record(ev)
+	}
+	d := gate.Check(gate.Input{Schedule: t.sched, Policies: &s.r.cfg.Policies, State: s.state(), Now: s.now, Inherited: t.inherited})
 	switch d.Action {
 	case gate.Skip:
 		return false, s.skip(t, d.Reason, d.Detail)
@@ -394,6 +406,26 @@ func (s *session) gate(ctx context.Context, t *task) (bool, error) {
 		return false, err
 	}
 	return true, s.claim(t)
+}
+
+// inputRefused says how what t would hand its tool does not match the
+// tool's input_schema: its payload, and the event that started it; ""
+// when it matches or the tool declares no schema.
+func inputRefused(t *task) string {
+	if t.tool == nil || t.tool.Input == nil {
+		return ""
+	}
+	if model.ChecksPayload(t.sched) {
+		if err := t.tool.Input.Check(model.PayloadOf(t.sched)); err != nil {
+			return fmt.Sprintf("payload does not match tool %q's input_schema: %v", t.tool.Name, err)
+		}
+	}
+	if t.eventData != "" {
+		if err := t.tool.Input.CheckJSON([]byte(t.eventData)); err != nil {
+			return fmt.Sprintf("event payload does not match tool %q's input_schema: %v", t.tool.Name, err)
+		}
+	}
+	return ""
 }
 
 // wait holds t back while another approval of its schedule is open: a
@@ -467,6 +499,14 @@ func (s *session) stale(t *task, o *state.Open) error {
 // or the dead letter after the last one (seed 002).
 func (s *session) retryOrDeadLetter(t *task, why string) []*ledger.Event {
 	r := t.sched.Retry
+	if t.attempt < r.MaxAttempts && t.tool != nil && t.tool.NonIdempotent() && !t.sched.RetryNonIdem {
+		ev := t.event(ledger.RunDeadLettered, ledger.StatusDeadLetter)
+		ev.Attempt, ev.Reason = t.attempt, ledger.ReasonNonIdempotent
+		ev.Error = fmt.Sprintf("%s; not retried: tool %s declares idempotent: false (retry_non_idempotent: true on the schedule retries it); release it with `astra dead-letter retry %s`",
+			why, t.tool.Name, t.key)
+		t.outcome.DeadLettered = true
+		return []*ledger.Event{ev}
+	}
 	if t.attempt < r.MaxAttempts {
 		ev := t.event(ledger.RunRetryScheduled, ledger.StatusRetry)
 		ev.Attempt = t.attempt + 1
@@ -490,7 +530,9 @@ func (r *Runner) dryRun(ctx context.Context, t *task) executor.Result {
 }
 
 func (r *Runner) request(t *task) executor.Request {
+	allow, deny := t.toolLists(&r.cfg.Policies).Env()
 	return executor.Request{
+		ToolAllow: allow, ToolDeny: deny,
 		Tool: t.tool, ScheduleID: t.sched.ID, RunID: t.runID(), TraceParent: traceParent(t.traceID, t.runID()),
 		Payload: t.sched.Payload, PreviousOutput: t.previous, Memory: r.recall(t, r.opts.Clock()), Event: t.eventData, Dir: r.opts.Root, Budget: t.sched.Budget,
 		Pricing:       &r.cfg.Policies.Budget.Pricing,

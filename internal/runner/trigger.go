@@ -86,7 +86,7 @@ func (r *Runner) Trigger(ctx context.Context, req TriggerRequest) (*Report, erro
 		var tasks []*task
 		for _, sc := range scheds {
 			t := s.newTask(plan.KindEvent, sc, s.now, sc.ID+"@event:"+req.Event+":"+key, ledger.ModeEvent, 1, "")
-			t.eventData = string(req.Payload)
+			t.eventData, t.by = string(req.Payload), by(req.By)
 			if miss := s.callerScopes(req.By, t.tool); miss != "" {
 				if err := s.skip(t, ledger.ReasonScopeDenied, miss); err != nil {
 					return nil, err
