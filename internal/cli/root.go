@@ -147,7 +147,41 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.doctorCmd(),
 		a.trustCmd(),
 	)
+	root.InitDefaultCompletionCmd()
+	rejectUnknownSubcommands(root)
 	return root
+}
+
+// rejectUnknownSubcommands makes every command group fail on a word that
+// names none of its subcommands, with cobra's suggestion, as git and gh
+// do: left to cobra, a group that only holds subcommands prints its help
+// and exits 0, so a mistyped `astra ledger verfy` in CI looked like
+// success. Without arguments a group does what it did (its help, or its
+// own listing, as `astra budget`).
+func rejectUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		rejectUnknownSubcommands(sub)
+	}
+	if !c.HasSubCommands() {
+		return
+	}
+	own := c.Args
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 || own != nil && own(cmd, args) == nil {
+			return nil
+		}
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+		}
+		return errkind.WithHint(errkind.Usagef("%s", msg), fmt.Sprintf("Run '%s --help' for its commands.", cmd.CommandPath()))
+	}
+	if !c.Runnable() {
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
 }
 
 // loadSettings layers flags over ASTRA_* env over .astra.yaml over defaults.
