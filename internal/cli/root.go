@@ -51,6 +51,8 @@ type app struct {
 	// of a run that records (clock.go).
 	nowFlag   string
 	testClock bool
+	// limit is a list command's --limit: at most this many rows (0: all).
+	limit int
 }
 
 // newApp is the state of one invocation. Everything astra prints goes
@@ -275,6 +277,7 @@ func (a *app) inGitHubActions() bool { return a.getenv("GITHUB_ACTIONS") == "tru
 // []), else none when there is nothing (if set), else a table under header
 // with row's line (or lines, or none when "") for each element.
 func printRows[T any](a *app, rows []T, none, header string, row func(T) string) error {
+	rows = firstN(rows, a.limit)
 	if a.json() {
 		return a.printJSON(nonNil(rows))
 	}
@@ -290,6 +293,47 @@ func printRows[T any](a *app, rows []T, none, header string, row func(T) string)
 		}
 	}
 	return tw.Flush()
+}
+
+// limitFlag gives a list command --limit, which printRows honours.
+func (a *app) limitFlag(cmd *cobra.Command) *cobra.Command {
+	cmd.Flags().IntVar(&a.limit, "limit", 0, "show at most N rows (0: all)")
+	return cmd
+}
+
+// firstN is rows cut to n elements; n <= 0 keeps them all.
+func firstN[T any](rows []T, n int) []T {
+	if n > 0 && len(rows) > n {
+		return rows[:n]
+	}
+	return rows
+}
+
+// tenantFlag gives cmd --tenant into p, with the old spelling --tenant-id
+// kept working: hidden, and noting on stderr (once) that it is deprecated.
+func (a *app) tenantFlag(cmd *cobra.Command, p *string, usage string) {
+	cmd.Flags().StringVar(p, "tenant", "", usage)
+	cmd.Flags().Var(&oldSpelling{p: p, note: func() { fmt.Fprintln(a.stderr, "astra: warning: --tenant-id is deprecated; use --tenant") }}, "tenant-id", usage)
+	_ = cmd.Flags().MarkHidden("tenant-id")
+}
+
+// oldSpelling is a string flag kept under an old name: it sets what the
+// new one does and calls note the first time it is used.
+type oldSpelling struct {
+	p     *string
+	note  func()
+	noted bool
+}
+
+func (o *oldSpelling) String() string { return *o.p }
+func (o *oldSpelling) Type() string   { return "string" }
+func (o *oldSpelling) Set(v string) error {
+	if !o.noted {
+		o.noted = true
+		o.note()
+	}
+	*o.p = v
+	return nil
 }
 
 func (a *app) printJSON(v any) error {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -56,13 +57,13 @@ func (a *app) schedulesListCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List the schedules astra knows, with their resolved settings",
 		Example: `  astra schedules list
-  astra schedules list --tenant-id acme --json`,
+  astra schedules list --tenant acme --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runSchedulesList(cmd.Context(), o) },
 	}
-	cmd.Flags().StringVar(&o.tenant, "tenant-id", "", "only schedules of this tenant")
+	a.tenantFlag(cmd, &o.tenant, "only schedules of this tenant")
 	cmd.Flags().StringVar(&o.typ, "schedule-type", "", "only schedules of this type")
-	return cmd
+	return a.limitFlag(cmd)
 }
 
 // runSchedulesList is `astra schedules list`.
@@ -83,8 +84,14 @@ func (a *app) runSchedulesList(_ context.Context, o schedulesListOptions) error 
 			Source: s.Meta.Pos.String(), ResultRoute: s.ResultRoute.Type,
 		})
 	}
-	return printRows(a, rows, "", "ID\tNAME\tTRIGGER\tTZ\tTOOL\tTIER\tAUTONOMY\tACTOR\tENABLED", func(r scheduleJSON) string {
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%v", r.ID, r.Name, r.Trigger, r.Timezone, r.Tool, r.Tier, r.Autonomy, r.Actor, r.Enabled)
+	// With more than one tenant, a name may be shared: TENANT tells them
+	// apart (--json always has the tenant).
+	tenant := func(string) string { return "" }
+	if cfg.Tenants() > 1 {
+		tenant = func(t string) string { return "\t" + cmp.Or(t, "-") }
+	}
+	return printRows(a, rows, "", "ID\tNAME"+tenant("TENANT")+"\tTRIGGER\tTZ\tTOOL\tTIER\tAUTONOMY\tACTOR\tENABLED", func(r scheduleJSON) string {
+		return fmt.Sprintf("%s\t%s%s\t%s\t%s\t%s\t%d\t%s\t%s\t%v", r.ID, r.Name, tenant(r.Tenant), r.Trigger, r.Timezone, r.Tool, r.Tier, r.Autonomy, r.Actor, r.Enabled)
 	})
 }
 
@@ -204,6 +211,15 @@ func selectSchedules(cfg *model.Config, refs []string) ([]*model.Schedule, error
 func findSchedule(cfg *model.Config, ref string) (*model.Schedule, error) {
 	if s := cfg.Schedule(ref); s != nil {
 		return s, nil
+	}
+	var ids []string
+	for _, s := range cfg.Schedules {
+		if s.Name == ref {
+			ids = append(ids, fmt.Sprintf("%s (tenant %s)", s.ID, cmp.Or(s.Tenant, "none")))
+		}
+	}
+	if len(ids) > 1 {
+		return nil, errkind.WithHint(errkind.Usagef("%d schedules are named %q, in different tenants", len(ids), ref), "Name one by its id: "+strings.Join(ids, ", ")+".")
 	}
 	return nil, errkind.Usagef("no schedule with id or name %q (see `astra schedules list`)", ref)
 }

@@ -183,3 +183,21 @@ func (c *Config) Schedule(ref string) *Schedule {
 	}
 	return nil
 }
+
+// Ref is what names s to commands and in hints: its name when no other
+// schedule has it (in any tenant), else its id, so a hint can be pasted as is.
+func (c *Config) Ref(s *Schedule) string {
+	if c.Schedule(s.Name) == s {
+		return s.Name
+	}
+	return s.ID
+}
+
+// Tenants is how many tenants the schedules belong to ("" counts as one).
+func (c *Config) Tenants() int {
+	seen := map[string]bool{}
+	for _, s := range c.Schedules {
+		seen[s.Tenant] = true
+	}
+	return len(seen)
+}

@@ -350,7 +350,7 @@ func (s *session) newTask(kind plan.Kind, sc *model.Schedule, slot time.Time, ke
 	}
 	t := &task{kind: kind, sched: sc, tool: s.r.cfg.Policies.Tools[sc.TargetTool], slot: slot, key: key, mode: mode,
 		attempt: max(attempt, 1), traceID: trace}
-	t.outcome = &Outcome{ScheduleID: sc.ID, Name: sc.Name, Key: key, Slot: slot, Kind: string(kind), Tool: sc.TargetTool,
+	t.outcome = &Outcome{ScheduleID: sc.ID, Name: sc.Name, Ref: s.r.cfg.Ref(sc), Key: key, Slot: slot, Kind: string(kind), Tool: sc.TargetTool,
 		Actor: sc.Actor, Tier: int(sc.SafetyTier), Attempt: t.attempt, TraceID: trace, Mode: mode}
 	s.report.Outcomes = append(s.report.Outcomes, t.outcome)
 	return t
