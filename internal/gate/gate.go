@@ -4,7 +4,7 @@
 //
 //  1. quarantine: the schedule has a dead letter and quarantine: true
 //  2. actor scopes: the actor must exist and grant every tool capability
-//     (seed 003: scopes are checked before autonomy; fail closed)
+//     (scopes are checked before autonomy; fail closed)
 //  3. actor rate limits (per minute, per hour)
 //  4. global spend: a pause (pause-all, or pause-non-critical for
 //     non-critical schedules) holds every schedule that can spend, whatever

@@ -464,7 +464,7 @@ func (s *session) stale(t *task, o *state.Open) error {
 }
 
 // retryOrDeadLetter follows a failure: another attempt after the backoff,
-// or the dead letter after the last one (seed 002).
+// or the dead letter after the last one.
 func (s *session) retryOrDeadLetter(t *task, why string) []*ledger.Event {
 	r := t.sched.Retry
 	if t.attempt < r.MaxAttempts {
@@ -481,7 +481,7 @@ func (s *session) retryOrDeadLetter(t *task, why string) []*ledger.Event {
 	return []*ledger.Event{ev}
 }
 
-// dryRun invokes a tool in dry-run mode (seed 003): tools that support it
+// dryRun invokes a tool in dry-run mode: tools that support it
 // run with ASTRA_DRY_RUN=1, others are only described.
 func (r *Runner) dryRun(ctx context.Context, t *task) executor.Result {
 	req := r.request(t)
