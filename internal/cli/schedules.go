@@ -23,7 +23,7 @@ func (a *app) schedulesCmd() *cobra.Command {
 		Example: `  astra schedules list
   astra schedules next --count 3`,
 	}
-	cmd.AddCommand(a.schedulesListCmd(), a.schedulesNextCmd())
+	cmd.AddCommand(a.schedulesListCmd(), a.schedulesNextCmd(), a.schedulesShowCmd())
 	return cmd
 }
 
@@ -43,6 +43,7 @@ type scheduleJSON struct {
 	PerDay      int    `json:"per_day_budget,omitempty"`
 	Source      string `json:"source"`
 	ResultRoute string `json:"result_route"`
+	LastRun     string `json:"last_run,omitempty"` // when its last run ended, and how: "2026-11-22T09:00:31Z completed"
 }
 
 // schedulesListOptions are `astra schedules list`'s flags.
@@ -72,6 +73,10 @@ func (a *app) runSchedulesList(_ context.Context, o schedulesListOptions) error 
 	if err != nil {
 		return err
 	}
+	st, err := a.replay()
+	if err != nil {
+		return err
+	}
 	var rows []scheduleJSON
 	for _, s := range cfg.Schedules {
 		if (o.tenant != "" && s.Tenant != o.tenant) || (o.typ != "" && s.Type != o.typ) {
@@ -83,6 +88,9 @@ func (a *app) runSchedulesList(_ context.Context, o schedulesListOptions) error 
 			Actor: s.Actor, Priority: s.Priority, Enabled: s.Enabled, PerDay: s.PerDayBudget,
 			Source: s.Meta.Pos.String(), ResultRoute: s.ResultRoute.Type,
 		})
+		if ss := st.Schedules[s.ID]; ss != nil && !ss.LastRunAt.IsZero() {
+			rows[len(rows)-1].LastRun = fmtTime(ss.LastRunAt) + " " + ss.LastStatus
+		}
 	}
 	// With more than one tenant, a name may be shared: TENANT tells them
 	// apart (--json always has the tenant).
@@ -90,8 +98,8 @@ func (a *app) runSchedulesList(_ context.Context, o schedulesListOptions) error 
 	if cfg.Tenants() > 1 {
 		tenant = func(t string) string { return "\t" + cmp.Or(t, "-") }
 	}
-	return printRows(a, rows, "", "ID\tNAME"+tenant("TENANT")+"\tTRIGGER\tTZ\tTOOL\tTIER\tAUTONOMY\tACTOR\tENABLED", func(r scheduleJSON) string {
-		return fmt.Sprintf("%s\t%s%s\t%s\t%s\t%s\t%d\t%s\t%s\t%v", r.ID, r.Name, tenant(r.Tenant), r.Trigger, r.Timezone, r.Tool, r.Tier, r.Autonomy, r.Actor, r.Enabled)
+	return printRows(a, rows, "", "ID\tNAME"+tenant("TENANT")+"\tTRIGGER\tTZ\tTOOL\tTIER\tAUTONOMY\tACTOR\tENABLED\tLAST RUN", func(r scheduleJSON) string {
+		return fmt.Sprintf("%s\t%s%s\t%s\t%s\t%s\t%d\t%s\t%s\t%v\t%s", r.ID, r.Name, tenant(r.Tenant), r.Trigger, r.Timezone, r.Tool, r.Tier, r.Autonomy, r.Actor, r.Enabled, cmp.Or(r.LastRun, "never"))
 	})
 }
 
