@@ -42,14 +42,14 @@ type approvalsListOptions struct{}
 
 func (a *app) approvalsListCmd() *cobra.Command {
 	var o approvalsListOptions
-	return &cobra.Command{
+	return a.limitFlag(&cobra.Command{
 		Use:   "list",
 		Short: "Show pending approval requests with pull request links and age",
 		Example: `  astra approvals list
   astra approvals list --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runApprovalsList(cmd.Context(), o) },
-	}
+	})
 }
 
 // runApprovalsList is `astra approvals list`.

@@ -38,7 +38,7 @@ level reached and any pause.
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runBudget(cmd.Context(), o) },
 	}
 	cmd.AddCommand(a.budgetResumeCmd())
-	return cmd
+	return a.limitFlag(cmd)
 }
 
 // runBudget is `astra budget`.
@@ -52,6 +52,7 @@ func (a *app) runBudget(_ context.Context, _ budgetOptions) error {
 		return err
 	}
 	b := introspect.BudgetReport(cfg, st)
+	b.Schedules = firstN(b.Schedules, a.limit)
 	if a.json() {
 		return a.printJSON(b)
 	}

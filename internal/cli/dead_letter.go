@@ -31,14 +31,14 @@ type deadLetterListOptions struct{}
 
 func (a *app) deadLetterListCmd() *cobra.Command {
 	var o deadLetterListOptions
-	return &cobra.Command{
+	return a.limitFlag(&cobra.Command{
 		Use:   "list",
 		Short: "Show dead-lettered slots",
 		Example: `  astra dead-letter list
   astra dead-letter list --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runDeadLetterList(cmd.Context(), o) },
-	}
+	})
 }
 
 // runDeadLetterList is `astra dead-letter list`.

@@ -96,7 +96,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 func regexpMatch(pattern, s string) (bool, error) { return regexp.MatchString(pattern, s) }
 
 // TestDraftApprovalShowsDryRun: an L1 Draft run is dry-run first and its
-// approval pull request shows the result (seed 003 L1_Draft).
+// approval pull request shows the result (autonomy L1, draft only).
 func TestDraftApprovalShowsDryRun(t *testing.T) {
 	srv := githubtest.New(t, githubtest.Config{Files: map[string]string{
 		"schedules/s.yaml": `- {id: summary, name: summary, cron: "0 7 * * 1", target_tool: summarize, actor: user_alice, payload: {days: 7}}` + "\n",

@@ -9,6 +9,7 @@ import (
 
 	"github.com/astra-gitops/astra/internal/approval"
 	"github.com/astra-gitops/astra/internal/config"
+	"github.com/astra-gitops/astra/internal/diag"
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/model"
@@ -34,9 +35,12 @@ dry-run switch, one run at a time, least-privilege permissions), a
 validate-on-PR workflow, CODEOWNERS entries for everything that decides what
 runs (schedules/, policies/, var/approvals/, scripts/tools/, .astra.yaml, the
 workflows), and a .gitattributes line so 'git diff' shows ledger changes as
-text. It never replaces a file that exists with other content unless --force,
-which needs the init_force permission once policies exist; CODEOWNERS and
-.gitattributes are appended to.
+text. It validates what it is about to write before writing anything. It
+never replaces a file that exists with other content unless --force, which
+needs the init_force permission once policies exist; even then, a file you
+changed is kept and astra's version is written beside it as <file>.new
+(only files astra wrote and nobody changed, such as the workflows, are
+replaced). CODEOWNERS and .gitattributes are appended to.
 
 With --fan-out the cron workflow fans due work out instead: a plan job
 claims what is due ('astra plan'), then each claimed task runs as a job of
@@ -50,7 +54,7 @@ for long or uneven tasks, not for many short ones.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runInit(cmd.Context(), o) },
 	}
-	cmd.Flags().BoolVar(&o.scaffold.Force, "force", false, "replace files that exist with other content")
+	cmd.Flags().BoolVar(&o.scaffold.Force, "force", false, "replace astra's own files that differ; a file you changed is kept, astra's version written beside it as <file>.new")
 	cmd.Flags().StringVar(&o.scaffold.Owner, "owner", "", "CODEOWNERS owner of everything that decides what runs, e.g. @my-org/maintainers")
 	cmd.Flags().BoolVar(&o.scaffold.DryRun, "dry-run", false, "show what would be written")
 	cmd.Flags().StringVar(&o.scaffold.Approver, "approver", "", "GitHub login (or @org/team) who may approve; adds the approval example (default: the login of a noreply git user.email)")
@@ -67,6 +71,7 @@ func (a *app) runInit(ctx context.Context, o initOptions) error {
 		return err
 	}
 	a.initApprover(ctx, &opts)
+	opts.Check = a.checkInit
 	key, note, err := a.initLedgerKey(o.keyFile, &opts)
 	if err != nil {
 		return err
@@ -151,7 +156,7 @@ func (a *app) reportInit(res scaffold.Result, dryRun bool) error {
 		a.printInit(res, dryRun)
 	}
 	if len(res.Conflicts) > 0 {
-		return errkind.Usagef("%d file(s) exist with other content; nothing was written (rerun with --force to replace them)", len(res.Conflicts))
+		return errkind.Usagef("%d file(s) exist with other content; nothing was written (rerun with --force: files astra wrote and nobody changed are replaced; a file you changed is kept, with astra's version beside it as <file>%s)", len(res.Conflicts), scaffold.NewSuffix)
 	}
 	return nil
 }
@@ -202,9 +207,38 @@ func (a *app) printInit(res scaffold.Result, dryRun bool) {
 			fmt.Fprintf(a.stdout, "  %-22s %s\n", l.what, f)
 		}
 	}
+	for _, f := range res.Kept {
+		fmt.Fprintf(a.stdout, "  %-22s %s (yours; astra's version %s %s)\n", "kept", f, would+"written to", f+scaffold.NewSuffix)
+	}
+	if len(res.Kept) > 0 {
+		fmt.Fprintf(a.stdout, "  (compare and merge by hand: diff %s %s)\n", res.Kept[0], res.Kept[0]+scaffold.NewSuffix)
+	}
 	if len(res.Skipped) > 0 {
 		fmt.Fprintln(a.stdout, "  (examples skipped: this repository has its own schedules or policies)")
 	}
+}
+
+// checkInit validates the setup init is about to write, staged in a
+// directory of its own: nothing is written when it has more errors than the
+// repository has now (a repository with its own broken configuration still
+// gets its workflows).
+func (a *app) checkInit(staged string) error {
+	_, after, err := config.Load(staged)
+	if err != nil {
+		return err
+	}
+	if after.Errors() == 0 {
+		return nil
+	}
+	if _, before, err := config.Load(a.repo()); err == nil && after.Errors() <= before.Errors() {
+		return nil
+	}
+	for _, d := range after {
+		if d.Severity == diag.Error {
+			fmt.Fprintln(a.stderr, d)
+		}
+	}
+	return errkind.Usagef("the setup init would write does not validate (%s); nothing was written", count(after.Errors(), "error"))
 }
 
 // permitInitForce checks that whoever replaces an existing setup with

@@ -31,14 +31,14 @@ type memoryListOptions struct{}
 
 func (a *app) memoryListCmd() *cobra.Command {
 	var o memoryListOptions
-	return &cobra.Command{
+	return a.limitFlag(&cobra.Command{
 		Use:   "list",
 		Short: "Show stored memory, newest first, with provenance and estimated tokens",
 		Example: `  astra memory list
   astra memory list --json | jq '.[] | select(.purged | not)'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runMemoryList(cmd.Context(), o) },
-	}
+	})
 }
 
 // runMemoryList is `astra memory list`.

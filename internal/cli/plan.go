@@ -69,7 +69,7 @@ error before the claims were out (nothing claimed).`,
 	f.IntVar(&o.limit, "limit", 0, "process at most N due candidates (default run.limit, 10; at most 256, the jobs of one matrix); the rest wait for the next plan")
 	f.StringSliceVar(&o.runsOn, "runs-on", nil, "runner label(s) of jobs whose schedule and tool name none (default ubuntu-latest)")
 	f.StringVar(&o.filter.ScheduleType, "schedule-type", "", "only schedules of this type")
-	f.StringVar(&o.filter.Tenant, "tenant-id", "", "only schedules of this tenant")
+	a.tenantFlag(cmd, &o.filter.Tenant, "only schedules of this tenant")
 	f.StringSliceVar(&o.only, "only", nil, "only these schedules (ids or names, repeatable)")
 	return cmd
 }

@@ -51,6 +51,8 @@ type app struct {
 	// of a run that records (clock.go).
 	nowFlag   string
 	testClock bool
+	// limit is a list command's --limit: at most this many rows (0: all).
+	limit int
 }
 
 // newApp is the state of one invocation. Everything astra prints goes
@@ -147,7 +149,41 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.doctorCmd(),
 		a.trustCmd(),
 	)
+	root.InitDefaultCompletionCmd()
+	rejectUnknownSubcommands(root)
 	return root
+}
+
+// rejectUnknownSubcommands makes every command group fail on a word that
+// names none of its subcommands, with cobra's suggestion, as git and gh
+// do: left to cobra, a group that only holds subcommands prints its help
+// and exits 0, so a mistyped `astra ledger verfy` in CI looked like
+// success. Without arguments a group does what it did (its help, or its
+// own listing, as `astra budget`).
+func rejectUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		rejectUnknownSubcommands(sub)
+	}
+	if !c.HasSubCommands() {
+		return
+	}
+	own := c.Args
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 || own != nil && own(cmd, args) == nil {
+			return nil
+		}
+		if cmd.SuggestionsMinimumDistance <= 0 {
+			cmd.SuggestionsMinimumDistance = 2
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+		}
+		return errkind.WithHint(errkind.Usagef("%s", msg), fmt.Sprintf("Run '%s --help' for its commands.", cmd.CommandPath()))
+	}
+	if !c.Runnable() {
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	}
 }
 
 // loadSettings layers flags over ASTRA_* env over .astra.yaml over defaults.
@@ -241,6 +277,7 @@ func (a *app) inGitHubActions() bool { return a.getenv("GITHUB_ACTIONS") == "tru
 // []), else none when there is nothing (if set), else a table under header
 // with row's line (or lines, or none when "") for each element.
 func printRows[T any](a *app, rows []T, none, header string, row func(T) string) error {
+	rows = firstN(rows, a.limit)
 	if a.json() {
 		return a.printJSON(nonNil(rows))
 	}
@@ -256,6 +293,47 @@ func printRows[T any](a *app, rows []T, none, header string, row func(T) string)
 		}
 	}
 	return tw.Flush()
+}
+
+// limitFlag gives a list command --limit, which printRows honours.
+func (a *app) limitFlag(cmd *cobra.Command) *cobra.Command {
+	cmd.Flags().IntVar(&a.limit, "limit", 0, "show at most N rows (0: all)")
+	return cmd
+}
+
+// firstN is rows cut to n elements; n <= 0 keeps them all.
+func firstN[T any](rows []T, n int) []T {
+	if n > 0 && len(rows) > n {
+		return rows[:n]
+	}
+	return rows
+}
+
+// tenantFlag gives cmd --tenant into p, with the old spelling --tenant-id
+// kept working: hidden, and noting on stderr (once) that it is deprecated.
+func (a *app) tenantFlag(cmd *cobra.Command, p *string, usage string) {
+	cmd.Flags().StringVar(p, "tenant", "", usage)
+	cmd.Flags().Var(&oldSpelling{p: p, note: func() { fmt.Fprintln(a.stderr, "astra: warning: --tenant-id is deprecated; use --tenant") }}, "tenant-id", usage)
+	_ = cmd.Flags().MarkHidden("tenant-id")
+}
+
+// oldSpelling is a string flag kept under an old name: it sets what the
+// new one does and calls note the first time it is used.
+type oldSpelling struct {
+	p     *string
+	note  func()
+	noted bool
+}
+
+func (o *oldSpelling) String() string { return *o.p }
+func (o *oldSpelling) Type() string   { return "string" }
+func (o *oldSpelling) Set(v string) error {
+	if !o.noted {
+		o.noted = true
+		o.note()
+	}
+	*o.p = v
+	return nil
 }
 
 func (a *app) printJSON(v any) error {

@@ -17,11 +17,11 @@ type runDueOptions struct {
 	shard  string   // K/N
 }
 
-func (o *runDueOptions) addFlags(cmd *cobra.Command) {
+func (o *runDueOptions) addFlags(a *app, cmd *cobra.Command) {
 	o.run.register(cmd)
 	cmd.Flags().IntVar(&o.limit, "limit", 0, "process at most N due candidates (default run.limit, 10); the rest wait for the next run")
 	cmd.Flags().StringVar(&o.filter.ScheduleType, "schedule-type", "", "only schedules of this type")
-	cmd.Flags().StringVar(&o.filter.Tenant, "tenant-id", "", "only schedules of this tenant")
+	a.tenantFlag(cmd, &o.filter.Tenant, "only schedules of this tenant")
 	cmd.Flags().StringSliceVar(&o.only, "only", nil, "only these schedules (ids or names, repeatable)")
 	cmd.Flags().StringVar(&o.shard, "shard", "", "K/N: take the schedules whose id hashes to shard K of N")
 }
@@ -77,11 +77,11 @@ which commit the remote has).`,
 		Example: `  astra run-due --dry-run
   astra run-due --now 2026-11-23T09:00:00Z --dry-run --json
   astra run-due --only morning_health_check --no-push
-  astra run-due --schedule-type climate.weekly_plan_suggest --tenant-id acme --limit 5
+  astra run-due --schedule-type climate.weekly_plan_suggest --tenant acme --limit 5
   astra run-due --shard 2/4        # this runner takes its share of the schedules`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runRunDue(cmd.Context(), o) },
 	}
-	o.addFlags(cmd)
+	o.addFlags(a, cmd)
 	return cmd
 }

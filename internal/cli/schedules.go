@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -22,7 +23,7 @@ func (a *app) schedulesCmd() *cobra.Command {
 		Example: `  astra schedules list
   astra schedules next --count 3`,
 	}
-	cmd.AddCommand(a.schedulesListCmd(), a.schedulesNextCmd())
+	cmd.AddCommand(a.schedulesListCmd(), a.schedulesNextCmd(), a.schedulesShowCmd())
 	return cmd
 }
 
@@ -42,6 +43,7 @@ type scheduleJSON struct {
 	PerDay      int    `json:"per_day_budget,omitempty"`
 	Source      string `json:"source"`
 	ResultRoute string `json:"result_route"`
+	LastRun     string `json:"last_run,omitempty"` // when its last run ended, and how: "2026-11-22T09:00:31Z completed"
 }
 
 // schedulesListOptions are `astra schedules list`'s flags.
@@ -56,18 +58,22 @@ func (a *app) schedulesListCmd() *cobra.Command {
 		Use:   "list",
 		Short: "List the schedules astra knows, with their resolved settings",
 		Example: `  astra schedules list
-  astra schedules list --tenant-id acme --json`,
+  astra schedules list --tenant acme --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runSchedulesList(cmd.Context(), o) },
 	}
-	cmd.Flags().StringVar(&o.tenant, "tenant-id", "", "only schedules of this tenant")
+	a.tenantFlag(cmd, &o.tenant, "only schedules of this tenant")
 	cmd.Flags().StringVar(&o.typ, "schedule-type", "", "only schedules of this type")
-	return cmd
+	return a.limitFlag(cmd)
 }
 
 // runSchedulesList is `astra schedules list`.
 func (a *app) runSchedulesList(_ context.Context, o schedulesListOptions) error {
 	cfg, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+	st, err := a.replay()
 	if err != nil {
 		return err
 	}
@@ -82,9 +88,18 @@ func (a *app) runSchedulesList(_ context.Context, o schedulesListOptions) error 
 			Actor: s.Actor, Priority: s.Priority, Enabled: s.Enabled, PerDay: s.PerDayBudget,
 			Source: s.Meta.Pos.String(), ResultRoute: s.ResultRoute.Type,
 		})
+		if ss := st.Schedules[s.ID]; ss != nil && !ss.LastRunAt.IsZero() {
+			rows[len(rows)-1].LastRun = fmtTime(ss.LastRunAt) + " " + ss.LastStatus
+		}
 	}
-	return printRows(a, rows, "", "ID\tNAME\tTRIGGER\tTZ\tTOOL\tTIER\tAUTONOMY\tACTOR\tENABLED", func(r scheduleJSON) string {
-		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%v", r.ID, r.Name, r.Trigger, r.Timezone, r.Tool, r.Tier, r.Autonomy, r.Actor, r.Enabled)
+	// With more than one tenant, a name may be shared: TENANT tells them
+	// apart (--json always has the tenant).
+	tenant := func(string) string { return "" }
+	if cfg.Tenants() > 1 {
+		tenant = func(t string) string { return "\t" + cmp.Or(t, "-") }
+	}
+	return printRows(a, rows, "", "ID\tNAME"+tenant("TENANT")+"\tTRIGGER\tTZ\tTOOL\tTIER\tAUTONOMY\tACTOR\tENABLED\tLAST RUN", func(r scheduleJSON) string {
+		return fmt.Sprintf("%s\t%s%s\t%s\t%s\t%s\t%d\t%s\t%s\t%v\t%s", r.ID, r.Name, tenant(r.Tenant), r.Trigger, r.Timezone, r.Tool, r.Tier, r.Autonomy, r.Actor, r.Enabled, cmp.Or(r.LastRun, "never"))
 	})
 }
 
@@ -204,6 +219,15 @@ func selectSchedules(cfg *model.Config, refs []string) ([]*model.Schedule, error
 func findSchedule(cfg *model.Config, ref string) (*model.Schedule, error) {
 	if s := cfg.Schedule(ref); s != nil {
 		return s, nil
+	}
+	var ids []string
+	for _, s := range cfg.Schedules {
+		if s.Name == ref {
+			ids = append(ids, fmt.Sprintf("%s (tenant %s)", s.ID, cmp.Or(s.Tenant, "none")))
+		}
+	}
+	if len(ids) > 1 {
+		return nil, errkind.WithHint(errkind.Usagef("%d schedules are named %q, in different tenants", len(ids), ref), "Name one by its id: "+strings.Join(ids, ", ")+".")
 	}
 	return nil, errkind.Usagef("no schedule with id or name %q (see `astra schedules list`)", ref)
 }

@@ -38,6 +38,9 @@ Exit status 2 when there is any error.`,
 
 // runValidate is `astra validate`.
 func (a *app) runValidate(_ context.Context, _ validateOptions) error {
+	if err := a.requireProject(); err != nil {
+		return err
+	}
 	cfg, diags, err := config.Load(a.repo())
 	if err != nil {
 		return err
@@ -94,6 +97,9 @@ func validateJSON(cfg *model.Config, diags diag.List) any {
 // loadConfig loads the repository configuration for commands that act on
 // it, refusing (exit 2) when it has errors: nothing runs on a broken config.
 func (a *app) loadConfig() (*model.Config, error) {
+	if err := a.requireProject(); err != nil {
+		return nil, err
+	}
 	cfg, diags, err := config.Load(a.repo())
 	if err != nil {
 		return nil, err
@@ -110,6 +116,17 @@ func (a *app) loadConfig() (*model.Config, error) {
 		return nil, errkind.Usagef("configuration has %d error(s); nothing ran (see `astra validate`)", diags.Errors())
 	}
 	return cfg, nil
+}
+
+// requireProject refuses (exit 2) a repository with neither schedules/
+// nor policies/: an empty directory or a wrong --repo, where "nothing is
+// due" or "0 errors" would look like success.
+func (a *app) requireProject() error {
+	if config.IsProject(a.repo()) {
+		return nil
+	}
+	return errkind.WithHint(errkind.Usagef("%s is not an astra project: it has no %s/ and no %s/ directory", a.repo(), config.SchedulesDir, config.PoliciesDir),
+		"Run `astra init` there to start one, or pass --repo <dir> to use another repository.")
 }
 
 // minSecretLen is the length below which validate warns about a secret:

@@ -38,3 +38,10 @@ func exists(root, dir string) bool {
 	_, err := os.Stat(filepath.Join(root, dir))
 	return !errors.Is(err, fs.ErrNotExist)
 }
+
+// IsProject reports whether root holds an astra project: a schedules/ or
+// a policies/ directory. Without either, commands that act on the
+// configuration have nothing to act on, and say so instead of succeeding.
+func IsProject(root string) bool {
+	return exists(root, SchedulesDir) || exists(root, PoliciesDir)
+}

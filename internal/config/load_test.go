@@ -109,7 +109,7 @@ func TestBundledExamples(t *testing.T) {
 	}
 	for _, name := range []string{"morning_health_check", "autonomous_coding", "production_deploy"} {
 		if cfg.Schedule(name) == nil {
-			t.Errorf("seed 000 example %q missing", name)
+			t.Errorf("example schedule %q missing", name)
 		}
 	}
 }

@@ -34,7 +34,7 @@ func resolve(cfg *model.Config, diags *diag.List) {
 			a.RateLimit.PerMinute = model.DefaultRatePerMinute
 		}
 		if !a.Meta.Has("autonomy") {
-			a.Autonomy = model.L2ExecuteNotify // seed 003's default when no tool needs approval
+			a.Autonomy = model.L2ExecuteNotify // the default autonomy when no tool needs approval
 		}
 	}
 	for _, tp := range p.TaskPolicies {

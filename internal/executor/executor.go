@@ -1,6 +1,6 @@
 // Package executor runs tools: exec (a process), http (a webhook), builtin
 // and github (functions supplied by the caller), behind one interface, with
-// per-run budgets enforced while the tool runs (seed 002 BudgetGuard) and
+// per-run budgets enforced while the tool runs (the budget guard) and
 // output kept only as a bounded, redacted tail.
 package executor
 

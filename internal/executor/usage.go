@@ -136,7 +136,7 @@ func within(u, bound ledger.Usage) ledger.Usage {
 		WallClockMS: min(u.WallClockMS, bound.WallClockMS), ToolCalls: min(u.ToolCalls, bound.ToolCalls)}
 }
 
-// guard enforces a run's budget as usage arrives (seed 002 BudgetGuard).
+// guard enforces a run's budget as usage arrives.
 // Sums saturate; once the tool is stopped, whatever it still reports or
 // prints is ignored (a tool that ignores SIGTERM prints on for the kill
 // grace).
@@ -229,7 +229,7 @@ func (g *guard) wallClock(frac float64) {
 	g.warn(LimitWallClock, frac)
 }
 
-// estimateLocked counts tokens as 3 characters each (seed 002's
+// estimateLocked counts tokens as 3 characters each (a
 // conservative rule) while the tool reports no usage of its own; the
 // caller holds the guard's lock.
 func (g *guard) estimateLocked() {

@@ -4,7 +4,7 @@
 //
 //  1. quarantine: the schedule has a dead letter and quarantine: true
 //  2. actor scopes: the actor must exist and grant every tool capability
-//     (seed 003: scopes are checked before autonomy; fail closed)
+//     (scopes are checked before autonomy; fail closed)
 //     2b. tool lists: the tool_allow / tool_deny of the schedule, its actor
 //     and, for a chained step, every step before it (deny wins)
 //  3. actor rate limits (per minute, per hour)

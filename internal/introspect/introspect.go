@@ -1,5 +1,5 @@
 // Package introspect answers questions about past runs from the ledger:
-// seed 000's tier-0 tools tasks_list, tasks_by_trace and tasks_last_failed,
+// the tier-0 tools tasks_list, tasks_by_trace and tasks_last_failed,
 // and the budget report. The CLI and the builtin tools share it.
 package introspect
 
@@ -98,7 +98,7 @@ func ByTrace(store *ledger.Store, now time.Time, traceID string, output bool) ([
 	return ts, err
 }
 
-// LastFailed lists the most recent failures (seed 000 tasks_last_failed).
+// LastFailed lists the most recent failures, the tool tasks_last_failed.
 func LastFailed(store *ledger.Store, now time.Time, limit int, output bool) ([]Task, error) {
 	return Tasks(store, now, Query{Status: "failed", Limit: limit, Since: now.AddDate(0, 0, -FailedDays), Output: output})
 }
@@ -109,7 +109,7 @@ const (
 	FailedDays = 31
 )
 
-// ScheduleBudget is seed 000's RunBudget of one schedule, today.
+// ScheduleBudget is the per-day run budget of one schedule, today.
 type ScheduleBudget struct {
 	ScheduleID string `json:"schedule_id"`
 	Name       string `json:"name"`

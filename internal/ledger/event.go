@@ -162,7 +162,7 @@ const (
 	ModeEvent     = "event"
 )
 
-// Usage is what one run consumed (seed 002 BudgetSnapshot).
+// Usage is what one run consumed.
 type Usage struct {
 	Tokens      int64     `json:"tokens,omitempty"`
 	Cost        money.USD `json:"cost_usd,omitempty"`

@@ -81,7 +81,7 @@ func OpenDir(root, dir string, segmentSize int64) *Store {
 }
 
 // OpenApprovalLog returns var/approvals/approved.ndjson.gz, a single-file
-// log in the same format (seed 000's approval audit trail).
+// log in the same format (the approval audit trail).
 func OpenApprovalLog(root string) *Store {
 	return &Store{root: root, dir: ApprovalLogDir, single: ApprovalLog}
 }

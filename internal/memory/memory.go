@@ -1,4 +1,4 @@
-// Package memory reads agent memory (seed 002): results that memory_update
+// Package memory reads agent memory: results that memory_update
 // runs stored in var/memory with their provenance, recalled newest first
 // within a retrieval budget, and purged (quarantined) by provenance.
 package memory
@@ -26,7 +26,7 @@ type Entry struct {
 	Purged          bool      `json:"purged,omitempty"`
 }
 
-// estimateTokens is seed 002's conservative 3 characters per token,
+// estimateTokens is a conservative 3 characters per token,
 // computed once at write time.
 func estimateTokens(text string) int64 { return int64(math.Ceil(float64(len(text)) / 3)) }
 
@@ -96,7 +96,7 @@ func Select(entries []Entry, task string) int {
 	return n
 }
 
-// TaskType maps a run to seed 002's task types for retrieval budgets:
+// TaskType maps a run to the task types of retrieval budgets:
 // interval schedules are heartbeats, chained steps workflows, manual runs
 // interactive.
 func TaskType(sc *model.Schedule, mode string, chained bool) string {
@@ -113,7 +113,7 @@ func TaskType(sc *model.Schedule, mode string, chained bool) string {
 	return "scheduled"
 }
 
-// Recall picks the newest live entries within the budget (seed 002: sum
+// Recall picks the newest live entries within the budget (sum
 // the pre-computed estimated_tokens, stop when the budget is reached).
 func Recall(entries []Entry, budget model.Recall) []Entry {
 	var out []Entry

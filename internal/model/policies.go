@@ -31,7 +31,7 @@ type Policies struct {
 	SigningKeys  map[string][]string `yaml:"signing_keys" json:"signing_keys,omitempty" doc:"GitHub login to the SSH public keys its local approvals are signed with (astra approve signs with ssh-keygen)."`
 }
 
-// Tool is one entry of the tool catalog (seed 003 ToolMetadata plus how to run it).
+// Tool is one entry of the tool catalog (what each tool is and may do, plus how to run it).
 type Tool struct {
 	Meta  Meta   `yaml:"-" json:"-"`
 	Name  string `yaml:"-" json:"name"`
@@ -97,7 +97,7 @@ func (t *Tool) Declares(path string) bool {
 	return false
 }
 
-// TaskPolicy decides whether a task type may run without approval (seed 001).
+// TaskPolicy decides whether a task type may run without approval.
 // The task type is the tool name; tenant policies override global ones.
 type TaskPolicy struct {
 	Meta         Meta   `yaml:"-" json:"-"`
@@ -109,7 +109,7 @@ type TaskPolicy struct {
 	Description  string `yaml:"description" json:"description,omitempty"`
 }
 
-// Actor is who a run acts as (seed 003 actor model).
+// Actor is who a run acts as.
 type Actor struct {
 	Meta      Meta      `yaml:"-" json:"-"`
 	Pattern   string    `yaml:"actor" json:"actor" doc:"Actor id or glob pattern such as n8n_workflow_*." required:"true"`
@@ -128,7 +128,7 @@ type RateLimit struct {
 	PerHour   int  `yaml:"per_hour" json:"per_hour,omitempty" minimum:"0" doc:"Runs per hour (0 = no hourly limit)."`
 }
 
-// GlobalBudget is the spend ceiling across all schedules (seed 002 GlobalBudgetGuard).
+// GlobalBudget is the spend ceiling across all schedules.
 type GlobalBudget struct {
 	Meta            Meta       `yaml:"-" json:"-"`
 	DailyLimit      money.USD  `yaml:"daily_limit_usd" json:"daily_limit_usd" doc:"Default 5.00."`
@@ -213,4 +213,22 @@ func (c *Config) Schedule(ref string) *Schedule {
 		return byName
 	}
 	return nil
+}
+
+// Ref is what names s to commands and in hints: its name when no other
+// schedule has it (in any tenant), else its id, so a hint can be pasted as is.
+func (c *Config) Ref(s *Schedule) string {
+	if c.Schedule(s.Name) == s {
+		return s.Name
+	}
+	return s.ID
+}
+
+// Tenants is how many tenants the schedules belong to ("" counts as one).
+func (c *Config) Tenants() int {
+	seen := map[string]bool{}
+	for _, s := range c.Schedules {
+		seen[s.Tenant] = true
+	}
+	return len(seen)
 }

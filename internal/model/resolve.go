@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Actor finds the actor definition for id (seed 003): an exact entry wins,
+// Actor finds the actor definition for id: an exact entry wins,
 // then the matching glob pattern with the longest literal part, then the
 // first such pattern in file order. Nil means unknown: callers fail closed.
 func (p *Policies) Actor(id string) *Actor {
@@ -36,7 +36,7 @@ func literalLen(pattern string) int {
 	return n
 }
 
-// grants reports whether scopes grant capability, with the seed 003 rules:
+// grants reports whether scopes grant capability, by these rules:
 // exact match, an ancestor wildcard ("notion.*" grants "notion.pages.create"),
 // or the global "*".
 func grants(scopes []string, capability string) bool {
@@ -63,7 +63,7 @@ func Missing(scopes, capabilities []string) []string {
 }
 
 // TaskPolicy resolves the policy for a task type (the tool name) and tenant
-// as seed 001 does: the tenant's own policy, else the global one, else nil,
+// thus: the tenant's own policy, else the global one, else nil,
 // which means the default auto_execute = true.
 func (p *Policies) TaskPolicy(taskType, tenant string) *TaskPolicy {
 	var global *TaskPolicy
@@ -81,7 +81,7 @@ func (p *Policies) TaskPolicy(taskType, tenant string) *TaskPolicy {
 	return global
 }
 
-// Builtin tool names (seed 000 tier-0 introspection, plus the budget report).
+// Builtin tool names (tier-0 introspection, plus the budget report).
 const (
 	BuiltinTasksList       = "tasks_list"
 	BuiltinTasksByTrace    = "tasks_by_trace"

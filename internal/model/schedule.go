@@ -12,8 +12,8 @@ import (
 	"github.com/astra-gitops/astra/internal/money"
 )
 
-// Defaults from the seeds. Seed 000: tier-1 per-day budget 4. Seed 002:
-// task budget, retry and global budget figures. Seed 001: --limit 10.
+// Defaults: a tier-1 per-day budget of 4 runs; the task budget, retry and
+// global budget figures; --limit 10.
 const (
 	DefaultPerDayBudget  = 4
 	DefaultPriority      = 5
@@ -35,7 +35,7 @@ const (
 	MaxChainDepth        = 8
 )
 
-// DefaultAlertThresholds are the global budget alert levels (seed 002).
+// DefaultAlertThresholds are the global budget alert levels.
 var DefaultAlertThresholds = []float64{0.5, 0.8, 0.9}
 
 // Catch-up policies for missed slots.
@@ -45,7 +45,7 @@ const (
 	CatchupSkip   = "skip"   // run a slot only when on time
 )
 
-// Result routes (seed 002).
+// Result routes: where a successful run's result goes.
 const (
 	RouteSilent       = "silent"
 	RouteNotify       = "notify"
@@ -95,7 +95,7 @@ type Schedule struct {
 	Loc  *time.Location `yaml:"-" json:"-"`
 }
 
-// TaskBudget caps one run (seed 002 TaskBudget).
+// TaskBudget caps one run.
 type TaskBudget struct {
 	Meta         Meta      `yaml:"-" json:"-"`
 	MaxTokens    int64     `yaml:"max_tokens" json:"max_tokens" minimum:"0" doc:"Tokens reported by the tool (default 50000)."`
@@ -104,7 +104,7 @@ type TaskBudget struct {
 	MaxToolCalls int64     `yaml:"max_tool_calls" json:"max_tool_calls" minimum:"0" doc:"Tool invocations, chained steps included (default 10)."`
 }
 
-// Recall bounds the agent memory handed to a tool (seed 002 retrieval
+// Recall bounds the agent memory handed to a tool (retrieval
 // budgets). Zero fields take the defaults of the run's task type.
 type Recall struct {
 	Meta       Meta `yaml:"-" json:"-"`
@@ -112,7 +112,7 @@ type Recall struct {
 	MaxEntries int  `yaml:"max_entries" json:"max_entries,omitempty" minimum:"0" doc:"Most entries (default by task type: 5, 15, 10, 20, 25)."`
 }
 
-// RecallDefaults are seed 002's retrieval budgets by task type.
+// RecallDefaults are the retrieval budgets by task type.
 var RecallDefaults = map[string]Recall{
 	"heartbeat":   {MaxTokens: 500, MaxEntries: 5},
 	"scheduled":   {MaxTokens: 2000, MaxEntries: 15},
@@ -121,7 +121,7 @@ var RecallDefaults = map[string]Recall{
 	"interactive": {MaxTokens: 4000, MaxEntries: 25},
 }
 
-// Retry is the retry policy for failed runs (seed 002).
+// Retry is the retry policy for failed runs.
 type Retry struct {
 	Meta        Meta     `yaml:"-" json:"-"`
 	MaxAttempts int      `yaml:"max_attempts" json:"max_attempts" minimum:"1" doc:"Attempts before the slot is dead-lettered (default 3)."`

@@ -33,7 +33,7 @@ func (m Meta) At(key string) diag.Pos {
 	return m.Pos
 }
 
-// Tier is a schedule's safety tier (seed 000).
+// Tier is a schedule's safety tier: 0 read-only, 1 local changes, 2 external effects.
 type Tier int
 
 const (
@@ -80,7 +80,7 @@ func (t *Tier) UnmarshalYAML(n *yaml.Node) error {
 
 func (t Tier) MarshalText() ([]byte, error) { return []byte(strconv.Itoa(int(t))), nil }
 
-// Autonomy is an actor's autonomy level (seed 003). Lower is stricter.
+// Autonomy is an actor's autonomy level. Lower is stricter.
 type Autonomy int
 
 const (
@@ -130,7 +130,7 @@ func (a *Autonomy) UnmarshalYAML(n *yaml.Node) error {
 
 func (a Autonomy) MarshalText() ([]byte, error) { return []byte(a.Short()), nil }
 
-// Risk is a tool's risk level; task policies may cap it (seed 001 max_risk_level).
+// Risk is a tool's risk level; task policies may cap it (max_risk_level).
 type Risk int
 
 const (

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -141,7 +142,7 @@ func reasons(o *runner.Outcome) []string {
 	case o.PR != 0:
 		why = append(why, fmt.Sprintf("PR #%d", o.PR))
 	case o.Action == runner.ActionAwaitingApproval:
-		why = append(why, "approve with `astra approve "+o.Name+"`")
+		why = append(why, "approve with `astra approve "+cmp.Or(o.Ref, o.Name)+"`")
 	}
 	return append(why, whatNext(o)...)
 }

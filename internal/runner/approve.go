@@ -73,7 +73,7 @@ func (r *Runner) DraftApproval(ctx context.Context, sc *model.Schedule, approver
 	tool := r.cfg.Policies.Tools[sc.TargetTool]
 	if tool == nil || len(r.cfg.Policies.ApprovalReasons(sc, tool)) == 0 {
 		return nil, &errkind.Error{Kind: errkind.ErrUsage, Err: fmt.Errorf("%s never needs an approval, so there is nothing to approve", sc.Name),
-			Hint: fmt.Sprintf("Run it now with `astra run %s`; its slots run on their own.", sc.Name)}
+			Hint: fmt.Sprintf("Run it now with `astra run %s`; its slots run on their own.", r.cfg.Ref(sc))}
 	}
 	slot := nextSlot(sc, st, now)
 	if slot.IsZero() {
@@ -158,8 +158,17 @@ func (r *Runner) PublishApproval(ctx context.Context, tok *approval.Token) (bran
 			continue // the branch moved between the fetch and the push
 		case errors.Is(err, gitops.ErrProtected):
 			return branch, "", &errkind.Error{Kind: errkind.ErrUsage, Err: fmt.Errorf("publishing the approval: %w", err),
-				Hint: fmt.Sprintf("Write it with `astra approve %s --no-push` and merge it through a pull request: the signature, not who pushes, is what counts.", tok.ScheduleName)}
+				Hint: fmt.Sprintf("Write it with `astra approve %s --no-push` and merge it through a pull request: the signature, not who pushes, is what counts.", r.approveRef(tok))}
 		}
 		return branch, "", errkind.Default(fmt.Errorf("publishing the approval: %w", err), errkind.ErrInfra)
 	}
+}
+
+// approveRef is what `astra approve` takes for tok's schedule: its
+// name, or its id when several schedules share the name.
+func (r *Runner) approveRef(tok *approval.Token) string {
+	if sc := r.cfg.Schedule(tok.ScheduleID); sc != nil {
+		return r.cfg.Ref(sc)
+	}
+	return tok.ScheduleID
 }

@@ -23,6 +23,7 @@ const (
 type Outcome struct {
 	ScheduleID   string       `json:"schedule_id"`
 	Name         string       `json:"name"`
+	Ref          string       `json:"ref"` // what commands take: the name, or the id when several schedules share it
 	Key          string       `json:"idempotency_key"`
 	Slot         time.Time    `json:"slot"`
 	Kind         string       `json:"kind"` // slot, retry, approved, manual, event, chain, lost, missed

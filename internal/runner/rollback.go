@@ -155,12 +155,12 @@ func (s *session) rollbackApproval(ctx context.Context, t *task, reasons []strin
 		switch {
 		case open != nil && open.Key == t.key:
 			t.outcome.Action, t.outcome.Reason, t.outcome.PR = ActionAwaitingApproval, ledger.ReasonApprovalPending, open.PR
-			t.outcome.Detail = "its approval request is open: " + approveHow(t.sched, open.PR)
+			t.outcome.Detail = "its approval request is open: " + approveHow(s.r.cfg, t.sched, open.PR)
 			return false, nil
 		case open != nil:
 			return false, errkind.Usagef("%s has another approval open (%s): the rollback asks for its approval once that one is settled", t.sched.Name, open.Key)
 		}
-		err := s.requestApproval(ctx, t, gate.Decision{ApprovalReasons: reasons, Detail: "the rollback needs an approval of its own: " + approveHow(t.sched, 0)})
+		err := s.requestApproval(ctx, t, gate.Decision{ApprovalReasons: reasons, Detail: "the rollback needs an approval of its own: " + approveHow(s.r.cfg, t.sched, 0)})
 		return false, err
 	}
 	if ok, err := s.useGrant(ctx, t, a); !ok || err != nil {
@@ -177,11 +177,11 @@ func (s *session) rollbackApproval(ctx context.Context, t *task, reasons []strin
 }
 
 // approveHow says how a waiting request is approved.
-func approveHow(sc *model.Schedule, pr int) string {
+func approveHow(cfg *model.Config, sc *model.Schedule, pr int) string {
 	if pr != 0 {
 		return fmt.Sprintf("an approver merges pull request #%d, then run this again", pr)
 	}
-	return fmt.Sprintf("an approver runs `astra approve %s`, then run this again", sc.Name)
+	return fmt.Sprintf("an approver runs `astra approve %s`, then run this again", cfg.Ref(sc))
 }
 
 // refused records a refusal that permit returned (outside dry runs), then

@@ -15,10 +15,10 @@ import (
 	"github.com/astra-gitops/astra/internal/model"
 )
 
-// route sends a successful run's result where its schedule says (seed 002:
+// route sends a successful run's result where its schedule says (one of
 // silent, notify, memory_update, chain_next). Called with s.mu held.
 func (s *session) route(ctx context.Context, t *task, res executor.Result) {
-	// Seed 003: L2 runs and notifies, L3 runs silently. Every L2 run is
+	// Autonomy L2 runs and notifies, L3 runs silently. Every L2 run is
 	// announced in the CI log and job summary, whatever its route.
 	t.outcome.Notify = t.sched.Autonomy == model.L2ExecuteNotify
 	switch t.sched.ResultRoute.Type {

@@ -356,7 +356,7 @@ func (s *session) newTask(kind plan.Kind, sc *model.Schedule, slot time.Time, ke
 	}
 	t := &task{kind: kind, sched: sc, tool: s.r.cfg.Policies.Tools[sc.TargetTool], slot: slot, key: key, mode: mode,
 		attempt: max(attempt, 1), traceID: trace}
-	t.outcome = &Outcome{ScheduleID: sc.ID, Name: sc.Name, Key: key, Slot: slot, Kind: string(kind), Tool: sc.TargetTool,
+	t.outcome = &Outcome{ScheduleID: sc.ID, Name: sc.Name, Ref: s.r.cfg.Ref(sc), Key: key, Slot: slot, Kind: string(kind), Tool: sc.TargetTool,
 		Actor: sc.Actor, Tier: int(sc.SafetyTier), Attempt: t.attempt, TraceID: trace, Mode: mode}
 	s.report.Outcomes = append(s.report.Outcomes, t.outcome)
 	return t
@@ -496,7 +496,7 @@ func (s *session) stale(t *task, o *state.Open) error {
 }
 
 // retryOrDeadLetter follows a failure: another attempt after the backoff,
-// or the dead letter after the last one (seed 002).
+// or the dead letter after the last one.
 func (s *session) retryOrDeadLetter(t *task, why string) []*ledger.Event {
 	r := t.sched.Retry
 	if t.attempt < r.MaxAttempts && t.tool != nil && t.tool.NonIdempotent() && !t.sched.RetryNonIdem {
@@ -521,7 +521,7 @@ func (s *session) retryOrDeadLetter(t *task, why string) []*ledger.Event {
 	return []*ledger.Event{ev}
 }
 
-// dryRun invokes a tool in dry-run mode (seed 003): tools that support it
+// dryRun invokes a tool in dry-run mode: tools that support it
 // run with ASTRA_DRY_RUN=1, others are only described.
 func (r *Runner) dryRun(ctx context.Context, t *task) executor.Result {
 	req := r.request(t)

@@ -29,7 +29,7 @@ import (
 	"github.com/astra-gitops/astra/internal/telemetry"
 )
 
-// defaultLimit is how many candidates one run processes (seed 001 --limit).
+// defaultLimit is how many candidates one run processes (--limit).
 const defaultLimit = 10
 
 // defaultOutputTail is how much of a tool's output the ledger keeps.

@@ -39,7 +39,10 @@ type Result struct {
 	Appended  []string `json:"appended"`
 	Unchanged []string `json:"unchanged"`
 	Conflicts []string `json:"conflicts"` // exist with other content; rerun with --force
-	Skipped   []string `json:"skipped"`   // examples left out: the repository has its own configuration
+	// Kept are files the user changed that --force leaves as they are;
+	// astra's version of each is written beside it as <file>.new.
+	Kept    []string `json:"kept"`
+	Skipped []string `json:"skipped"` // examples left out: the repository has its own configuration
 }
 
 // Options tune Init.
@@ -68,7 +71,15 @@ type Options struct {
 	// Environment is the GitHub environment the workflows' jobs take the
 	// ledger key from (trust.environment); "" is model's default, astra.
 	Environment string
+	// Check validates the setup init is about to write, staged in a
+	// directory of its own (the repository's schedules/ and policies/ with
+	// init's files over them), before anything is written; nil checks nothing.
+	Check func(staged string) error
 }
+
+// NewSuffix is what --force appends to the name of a file the user
+// changed, for astra's version written beside it.
+const NewSuffix = ".new"
 
 // TrustFile is where Init lists a new ledger key.
 const TrustFile = "policies/trust.yaml"
@@ -106,6 +117,9 @@ var approvalFiles = []string{"policies/approvals.yaml", "schedules/approval-exam
 // loginRE is a GitHub login (or an @org/team slug).
 var loginRE = regexp.MustCompile(`^(@[A-Za-z0-9-]+/)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$`)
 
+// IsTeam reports whether approver is an @org/team rather than a login.
+func IsTeam(approver string) bool { return strings.HasPrefix(approver, "@") }
+
 // noreplyRE is GitHub's noreply commit email, which names the login.
 var noreplyRE = regexp.MustCompile(`^(?:[0-9]+\+)?([A-Za-z0-9-]+)@users\.noreply\.github\.com$`)
 
@@ -117,17 +131,24 @@ func LoginFromEmail(email string) string {
 	return ""
 }
 
-// fill puts the approver into the approval example's templates.
+// fill puts the approver into the approval example's templates, quoted:
+// YAML reads a bare @acme/leads as an error. An email maps to a person's
+// login, never to a team, and only a person has a signing key: with a team,
+// both are left as commented examples.
 func (o Options) fill(data []byte) []byte {
-	ids := "# identities:            # your git config user.email -> your GitHub login, for commands run locally\n#   you@example.com: " + o.Approver
-	if o.Email != "" {
-		ids = "identities:              # git config user.email -> GitHub login, for commands run locally\n  " + strconv.Quote(o.Email) + ": " + o.Approver
+	login := o.Approver
+	if IsTeam(login) {
+		login = "your-github-login"
 	}
-	keys := "# signing_keys:          # your SSH public key, so that `astra approve` can sign your approvals\n#   " + o.Approver + ": [\"ssh-ed25519 AAAA...\"]"
-	if o.SigningKey != "" && !strings.HasPrefix(o.Approver, "@") {
-		keys = "signing_keys:            # SSH public keys `astra approve` signs approvals with\n  " + o.Approver + ": [" + strconv.Quote(o.SigningKey) + "]"
+	ids := "# identities:            # your git config user.email -> your GitHub login, for commands run locally\n#   you@example.com: " + login
+	if o.Email != "" && !IsTeam(o.Approver) {
+		ids = "identities:              # git config user.email -> GitHub login, for commands run locally\n  " + strconv.Quote(o.Email) + ": " + strconv.Quote(o.Approver)
 	}
-	data = bytes.ReplaceAll(data, []byte("{{approver}}"), []byte(o.Approver))
+	keys := "# signing_keys:          # your SSH public key, so that `astra approve` can sign your approvals\n#   " + login + ": [\"ssh-ed25519 AAAA...\"]"
+	if o.SigningKey != "" && !IsTeam(o.Approver) {
+		keys = "signing_keys:            # SSH public keys `astra approve` signs approvals with\n  " + strconv.Quote(o.Approver) + ": [" + strconv.Quote(o.SigningKey) + "]"
+	}
+	data = bytes.ReplaceAll(data, []byte("{{approver}}"), []byte(strconv.Quote(o.Approver)))
 	data = bytes.ReplaceAll(data, []byte("{{signing_keys}}"), []byte(keys))
 	return bytes.ReplaceAll(data, []byte("{{identities}}"), []byte(ids))
 }
@@ -178,10 +199,52 @@ func Init(root string, opts Options) (Result, error) {
 	if err != nil {
 		return r, err
 	}
-	if len(r.Conflicts) > 0 || opts.DryRun {
+	if len(r.Conflicts) > 0 {
 		return r, nil
 	}
-	return r, writeAll(root, append(writes, appended...))
+	writes = append(writes, appended...)
+	if opts.Check != nil {
+		if err := check(root, writes, opts.Check); err != nil {
+			return r, err
+		}
+	}
+	if opts.DryRun {
+		return r, nil
+	}
+	return r, writeAll(root, writes)
+}
+
+// check stages the configuration init would leave (the repository's
+// schedules/ and policies/, init's files over them) in a directory of its
+// own and runs fn on it: a setup that does not validate is never written.
+func check(root string, writes []write, fn func(string) error) error {
+	staged, err := os.MkdirTemp("", "astra-init-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(staged)
+	var copies []write
+	for _, dir := range []string{"schedules", "policies"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || !d.Type().IsRegular() {
+				return nil // what is missing or not a regular file, validate names in the repository itself
+			}
+			rel, _ := filepath.Rel(root, p)
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			copies = append(copies, write{filepath.ToSlash(rel), data, 0o644})
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if err := writeAll(staged, append(copies, writes...)); err != nil {
+		return err
+	}
+	return fn(staged)
 }
 
 // write is one file Init writes.
@@ -290,7 +353,7 @@ func writeAll(root string, writes []write) error {
 	return nil
 }
 
-// plan notes what becomes of w (created, unchanged, replaced with
+// plan notes what becomes of w (created, unchanged, replaced or kept with
 // force, else a conflict) and adds it to writes when it is to be written.
 func (r *Result) plan(writes []write, root string, w write, force bool) ([]write, error) {
 	old, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(w.rel)))
@@ -302,13 +365,46 @@ func (r *Result) plan(writes []write, root string, w write, force bool) ([]write
 	case bytes.Equal(old, w.data):
 		r.Unchanged = append(r.Unchanged, w.rel)
 		return writes, nil
-	case force:
+	case force && astraOwned(w.rel, old):
 		r.Replaced = append(r.Replaced, w.rel)
+	case force:
+		// The user changed it: theirs stays, astra's goes beside it.
+		r.Kept = append(r.Kept, w.rel)
+		w.rel += NewSuffix
 	default:
 		r.Conflicts = append(r.Conflicts, w.rel)
 		return writes, nil
 	}
 	return append(writes, w), nil
+}
+
+// refRE is the astra action's pin in a workflow: workflows that differ
+// only there are the same.
+var refRE = regexp.MustCompile(`astra-gitops/astra@\S+`)
+
+// astraOwned reports whether old, the content of scaffold file rel in the
+// repository, is one astra wrote and the user did not change: a rendering
+// of rel by some version of astra (the cron or the fan-out workflow, any
+// action pin). Only such a file --force replaces.
+func astraOwned(rel string, old []byte) bool {
+	var variants [][]byte
+	if data, err := files.ReadFile("files/" + rel); err == nil {
+		variants = append(variants, data)
+	}
+	if rel == cronWorkflow {
+		variants = append(variants, fanOutWorkflow)
+	}
+	norm := func(b []byte) []byte { return refRE.ReplaceAll(b, []byte("astra-gitops/astra@"+versionPlaceholder)) }
+	for _, v := range variants {
+		// The templates' other placeholder, the environment, is matched
+		// as a pattern: any environment name.
+		pat := regexp.QuoteMeta(string(norm(v)))
+		pat = strings.ReplaceAll(pat, regexp.QuoteMeta(environmentPlaceholder), `[A-Za-z0-9_.-]+`)
+		if regexp.MustCompile(`^` + pat + `$`).Match(norm(old)) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasOwnConfig reports whether root already has schedules or policies other

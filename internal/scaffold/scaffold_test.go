@@ -2,6 +2,7 @@ package scaffold
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,8 +71,15 @@ func TestInitNeverOverwrites(t *testing.T) {
 		t.Fatal("init wrote files despite a conflict")
 	}
 	res, err = Init(root, Options{Force: true})
-	if err != nil || !slices.Contains(res.Replaced, "schedules/example.yaml") || !slices.Contains(res.Appended, ".gitattributes") {
+	if err != nil || !slices.Equal(res.Kept, []string{"schedules/example.yaml"}) || len(res.Replaced) > 0 || !slices.Contains(res.Appended, ".gitattributes") {
 		t.Fatalf("%+v %v", res, err)
+	}
+	// The user's file stays; astra's version goes beside it.
+	if b, _ := os.ReadFile(filepath.Join(root, "schedules/example.yaml")); string(b) != string(mine) {
+		t.Fatalf("the user's schedule was replaced:\n%s", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(root, "schedules/example.yaml"+NewSuffix)); !strings.Contains(string(b), "name: hello") {
+		t.Fatalf("astra's version was not written beside it:\n%s", b)
 	}
 	attrs, _ := os.ReadFile(filepath.Join(root, ".gitattributes"))
 	if string(attrs) != "*.png binary\n# astra: show ledger changes as text in git diff (git config diff.astra-ledger.textconv \"astra ledger cat\")\nvar/**/*.ndjson.gz diff=astra-ledger\n" {
@@ -333,5 +341,31 @@ func TestInitListsTheApproversSigningKey(t *testing.T) {
 		if b, _ := os.ReadFile(filepath.Join(root, "policies/approvals.yaml")); key == "" && !strings.Contains(string(b), "# signing_keys:") {
 			t.Fatalf("no hint of where the key goes:\n%s", b)
 		}
+	}
+}
+
+// TestInitChecksBeforeWriting: a setup the check refuses is not written at
+// all, and the check sees the repository's schedules with init's files.
+func TestInitChecksBeforeWriting(t *testing.T) {
+	root := t.TempDir()
+	var seen []string
+	refuse := func(staged string) error {
+		for _, f := range []string{"schedules/example.yaml", "policies/approvals.yaml"} {
+			if _, err := os.Stat(filepath.Join(staged, f)); err == nil {
+				seen = append(seen, f)
+			}
+		}
+		_, diags, err := config.Load(staged)
+		if err != nil || diags.Errors() > 0 {
+			t.Errorf("the staged setup of a team approver does not validate: %v %v", err, diags)
+		}
+		return errors.New("refused")
+	}
+	_, err := Init(root, Options{Approver: "@acme/leads", Email: "me@example.com", Check: refuse})
+	if err == nil || len(seen) != 2 {
+		t.Fatalf("err %v, staged %v", err, seen)
+	}
+	if entries, _ := os.ReadDir(root); len(entries) > 0 {
+		t.Fatalf("init wrote %d entries though the check refused", len(entries))
 	}
 }

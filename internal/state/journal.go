@@ -100,12 +100,12 @@ func replayStart(root string, segs []ledger.Segment) (int, error) {
 	return 0, nil
 }
 
-// MemoryDir holds agent memory (seed 002): results of memory_update
+// MemoryDir holds agent memory: results of memory_update
 // runs with their provenance, one month per file like the ledger.
 const MemoryDir = "var/memory"
 
 // side is a log next to the ledger that some events go to: the approval
-// log gets copies of approval decisions (seed 000's audit trail), the
+// log gets copies of approval decisions (the audit trail), the
 // memory log gets stored results (only there) and purges (copies).
 type side struct {
 	store *ledger.Store

@@ -130,7 +130,7 @@ type Schedule struct {
 	DecidedAt  time.Time `json:"decided_at"`  // ts of the last event about one of its own slots: when a run last served it
 	LastRunAt  time.Time `json:"last_run_at"` // last completed or failed run
 	LastStatus string    `json:"last_status"` // completed | failed | skipped:<reason>
-	Day        string    `json:"day"`         // the UTC day Consumed counts (seed 000 last_reset)
+	Day        string    `json:"day"`         // the UTC day Consumed counts (last_reset)
 	Consumed   int       `json:"consumed"`    // successful tier>=1 runs on Day
 	Deleted    bool      `json:"deleted,omitempty"`
 	// Disabled: its definition says enabled: false, recorded first at
@@ -172,7 +172,7 @@ type PlanDetail struct {
 	Started  time.Time       `json:"started,omitzero"`   // when a job took it (run.started)
 }
 
-// DeadLetter is a slot that failed every attempt (seed 002 dead letter).
+// DeadLetter is a slot that failed every attempt (a dead letter).
 type DeadLetter struct {
 	Key        string    `json:"key"`
 	ScheduleID string    `json:"schedule_id"`
@@ -348,7 +348,7 @@ func (s *State) schedule(id string) *Schedule {
 	return sc
 }
 
-// ConsumedToday is the seed 000 RunBudget "consumed" of a schedule at Now:
+// ConsumedToday is the per-day run budget's "consumed" of a schedule at Now:
 // successful runs today plus today's claims without an outcome yet, so
 // concurrent runners cannot overrun a budget between them.
 func (s *State) ConsumedToday(id string) int {

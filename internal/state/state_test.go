@@ -277,7 +277,7 @@ func intoDecember(t *testing.T, j *Journal, store *ledger.Store, clock *time.Tim
 	return segs
 }
 
-// TestPerDayBudgetResets: seed 000 RunBudget: consumed counts successful
+// TestPerDayBudgetResets: the per-day run budget: consumed counts successful
 // tier-1 runs of the UTC day, and resets when the date changes.
 func TestPerDayBudgetResets(t *testing.T) {
 	day := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)

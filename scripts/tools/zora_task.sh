@@ -1,5 +1,5 @@
 #!/bin/sh
-# Example ZORA CORE task (seed 001): prints the agent task it creates.
+# Example ZORA CORE task: prints the agent task it creates.
 set -eu
 task=${1:?usage: zora_task.sh <task_type>}
 mode=create
