@@ -282,6 +282,9 @@ func toolEnv(req Request, priv *private, payload []byte) (env []string, stdin *o
 	add("ASTRA_DRY_RUN", dry)
 	add("ASTRA_RUN_ID", req.RunID)
 	add("ASTRA_SCHEDULE_ID", req.ScheduleID)
+	if !req.Slot.IsZero() {
+		add("ASTRA_SLOT", req.Slot.UTC().Format(time.RFC3339))
+	}
 	add("HOME", priv.home)
 	add("TMPDIR", priv.tmp)
 	if err := input("ASTRA_PAYLOAD", payload); err != nil {

@@ -361,6 +361,13 @@ func (s *session) gate(ctx context.Context, t *task) (bool, error) {
 	d := gate.Check(gate.Input{Schedule: t.sched, Policies: &s.r.cfg.Policies, State: s.state(), Now: s.now})
 	switch d.Action {
 	case gate.Skip:
+		if rl := d.RateLimit; rl != nil {
+			// Recorded with when it may run: retry_at on the skip.
+			t.outcome.Action, t.outcome.Reason, t.outcome.Detail, t.outcome.RateLimit = ActionSkipped, d.Reason, d.Detail, rl
+			ev := s.skipEvent(t, d.Reason, d.Detail)
+			ev.RetryAt = rl.ResetAt
+			return false, s.record(ev)
+		}
 		return false, s.skip(t, d.Reason, d.Detail)
 	case gate.NeedApproval:
 		if g := s.state().Granted[t.key]; g != nil && t.kind == plan.KindRetry {
@@ -491,7 +498,7 @@ func (r *Runner) dryRun(ctx context.Context, t *task) executor.Result {
 
 func (r *Runner) request(t *task) executor.Request {
 	return executor.Request{
-		Tool: t.tool, ScheduleID: t.sched.ID, RunID: t.runID(), TraceParent: traceParent(t.traceID, t.runID()),
+		Tool: t.tool, ScheduleID: t.sched.ID, RunID: t.runID(), Slot: t.slot, TraceParent: traceParent(t.traceID, t.runID()),
 		Payload: t.sched.Payload, PreviousOutput: t.previous, Memory: r.recall(t, r.opts.Clock()), Event: t.eventData, Dir: r.opts.Root, Budget: t.sched.Budget,
 		Pricing:       &r.cfg.Policies.Budget.Pricing,
 		ToolCallsUsed: t.toolCalls, Getenv: r.opts.Getenv, Sandbox: r.toolView(t),
