@@ -164,6 +164,11 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 			}
 		}
 		s.execute(ctx, tasks)
+		if command == "run-due" && !r.opts.DryRun {
+			if err := s.tick(); err != nil {
+				return s.report, err
+			}
+		}
 		if err := s.finish(ctx); err != nil {
 			return s.report, err
 		}
@@ -172,6 +177,22 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 		}
 		return s.report, nil
 	}
+}
+
+// tick records this cron tick and what it came to: with the run's other
+// events, or alone when the last recorded tick is state.TickEvery old.
+func (s *session) tick() error {
+	if last := s.state().LastTick; len(s.j.Recorded()) == 0 && last != nil && s.now.Sub(last.At) < state.TickEvery {
+		return nil
+	}
+	rep := s.report
+	d, _ := json.Marshal(state.TickDetail{Ran: rep.Count(ActionRan), Failed: rep.Count(ActionFailed) + rep.Count(ActionLost),
+		Skipped: rep.Count(ActionSkipped) + rep.Count(ActionMissed), AwaitingApproval: rep.Count(ActionAwaitingApproval)})
+	status := ledger.StatusOK
+	if rep.Failed() {
+		status = ledger.StatusFailed
+	}
+	return s.record(&ledger.Event{Event: ledger.Tick, Status: status, Runner: s.r.opts.RunnerID, Detail: d})
 }
 
 // prepare brings a session up to date before it decides: the clock's
