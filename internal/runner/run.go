@@ -179,10 +179,14 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 	}
 }
 
-// tick records this cron tick and what it came to: with the run's other
-// events, or alone when the last recorded tick is state.TickEvery old.
+// tick records this cron tick and what it came to: in the commit of the
+// run's events not yet published, or, when the run recorded nothing, alone
+// once the last recorded tick is state.TickEvery old. A run whose events
+// all went out already (an outcome pushed at once) makes no commit for
+// its tick: that outcome stays the newest commit.
 func (s *session) tick() error {
-	if last := s.state().LastTick; len(s.j.Recorded()) == 0 && last != nil && s.now.Sub(last.At) < state.TickEvery {
+	pending, recorded := len(s.j.Recorded()) > s.pushed, len(s.j.Recorded()) > 0
+	if last := s.state().LastTick; !pending && (recorded || last != nil && s.now.Sub(last.At) < state.TickEvery) {
 		return nil
 	}
 	rep := s.report
