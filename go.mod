@@ -15,9 +15,13 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/viper v1.21.0
 	go.opentelemetry.io/otel v1.47.0 // tracing API: attributes, W3C traceparent parsing (internal/telemetry)
+	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc v1.47.0 // OTLP/gRPC metric exporter, beside the span exporter of the same protocol
+	go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp v1.47.0 // OTLP/HTTP metric exporter, the default protocol
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc v1.47.0 // OTLP/gRPC span exporter (OTEL_EXPORTER_OTLP_PROTOCOL=grpc)
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.47.0 // OTLP/HTTP span exporter, the default protocol
+	go.opentelemetry.io/otel/metric v1.47.0 // metrics API: the instruments a run records (internal/telemetry)
 	go.opentelemetry.io/otel/sdk v1.47.0 // the official SDK: batch span processor, resource, id generator for astra's own ids
+	go.opentelemetry.io/otel/sdk/metric v1.47.0 // the official metrics SDK: a manual reader, exported once at the end of a run
 	go.opentelemetry.io/otel/trace v1.47.0 // span contexts carrying astra's trace and span ids
 	go.opentelemetry.io/proto/otlp v1.11.1 // tests only: the in-process OTLP receiver decodes what the exporters send
 	google.golang.org/grpc v1.84.0 // transport credentials for the OTLP/gRPC exporter; the tests' OTLP/gRPC receiver
@@ -69,7 +73,6 @@ require (
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.47.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
-	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/text v0.42.0 // indirect

@@ -33,6 +33,7 @@ var layers = map[string][]string{
 	"internal/codeowners":        {},
 	"internal/buildinfo":         {},
 	"internal/telemetry":         {},
+	"internal/heartbeat":         {},
 	"internal/scaffold":          {"internal/buildinfo"},
 	"scripts/action":             {}, // tests of the GitHub Action's scripts
 	"internal/model":             {"internal/cron", "internal/diag", "internal/money"},
@@ -62,7 +63,7 @@ var layers = map[string][]string{
 	// trigger authentication in identity), so it needs no gate, cron or
 	// money of its own.
 	"internal/cli": {"internal/approval", "internal/buildinfo", "internal/config", "internal/diag", "internal/executor", "internal/forge",
-		"internal/gitops", "internal/identity", "internal/introspect", "internal/ledger", "internal/ledgerkey", "internal/ledgerops", "internal/memory", "internal/model", "internal/plan", "internal/posture", "internal/seal",
+		"internal/gitops", "internal/heartbeat", "internal/identity", "internal/introspect", "internal/ledger", "internal/ledgerkey", "internal/ledgerops", "internal/memory", "internal/model", "internal/plan", "internal/posture", "internal/seal",
 		"internal/redact", "internal/repofs", "internal/report", "internal/runner", "internal/sandbox", "internal/scaffold", "internal/state", "internal/telemetry",
 		"internal/tools", "internal/ui"},
 }

@@ -112,7 +112,7 @@ func TestInterruptDuringTool(t *testing.T) {
 	wantIn(t, "stdout", stdout,
 		"failed            slow @ 2026-11-22 01:00Z",
 		"canceled: astra was interrupted; the tool's process group was killed",
-		"ledger committed "+local[:12]+", not pushed: the remote has this run's commit "+claims[:12]+", but not the 2 events after it (in this checkout only)",
+		"ledger committed "+local[:12]+", not pushed: the remote has this run's commit "+claims[:12]+", but not the 3 events after it (in this checkout only)",
 		"interrupted after the claims were pushed: a run from this checkout continues from "+local[:12],
 		"reports each claimed run lost once its claim's deadline has passed")
 	if strings.Contains(stdout, "and pushed") {
@@ -154,7 +154,7 @@ exit 0
 	local := gittest.Must(t, clone, "rev-parse", "main")
 	wantIn(t, "stdout", stdout,
 		"ran               quick @ 2026-11-22 02:00Z",
-		"ledger committed "+local[:12]+", not pushed: the remote has this run's commit "+claims[:12]+", but not the 1 event after it",
+		"ledger committed "+local[:12]+", not pushed: the remote has this run's commit "+claims[:12]+", but not the 2 events after it",
 		"interrupted after the claims were pushed")
 	wantIn(t, "stderr", stderr, "push to origin", "was interrupted")
 	if strings.Contains(stderr, "network") {

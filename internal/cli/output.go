@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,11 +12,13 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/astra-gitops/astra/internal/buildinfo"
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/introspect"
 	"github.com/astra-gitops/astra/internal/report"
 	"github.com/astra-gitops/astra/internal/runner"
 	"github.com/astra-gitops/astra/internal/state"
+	"github.com/astra-gitops/astra/internal/telemetry"
 	"github.com/astra-gitops/astra/internal/ui"
 )
 
@@ -37,10 +40,35 @@ func (a *app) finishRun(rep *runner.Report, err error) error {
 			}
 		}
 	}
+	if rep != nil && !rep.DryRun {
+		a.exportMetrics(rep)
+	}
 	if err == nil && rep != nil && rep.Failed() {
 		return errkind.Failed()
 	}
 	return err
+}
+
+// exportMetrics sends the run's metrics over OTLP when the environment
+// configures an exporter (telemetry.ExportMetrics), once, as the run ends:
+// its tasks by outcome, duration and spend, and the approvals and dead
+// letters the ledger holds after it. A failed export is a warning.
+func (a *app) exportMetrics(rep *runner.Report) {
+	if !telemetry.MetricsOn(a.getenv) {
+		return
+	}
+	run := telemetry.Run{Command: rep.Command}
+	for _, o := range rep.Outcomes {
+		run.Tasks = append(run.Tasks, telemetry.Task{Schedule: o.ScheduleID, Tool: o.Tool, Outcome: o.Action,
+			Duration: time.Duration(o.Usage.WallClockMS) * time.Millisecond, SpendUSD: o.Usage.Cost.Float()})
+	}
+	if st, _, err := state.Replay(a.store(), rep.Now); err == nil && a.cfg != nil {
+		s := introspect.StatusOf(a.cfg, st)
+		run.ApprovalsPending, run.DeadLetters = s.Approvals, s.DeadLetters
+	}
+	if err := telemetry.ExportMetrics(context.Background(), telemetry.Options{Getenv: a.getenv, Redact: a.redactor().String, Version: buildinfo.Version()}, run); err != nil {
+		fmt.Fprintf(a.stderr, "astra: warning: %v\n", err) // metrics never fail a run
+	}
 }
 
 // finishRecord reports where a recorded decision went and maps errors.

@@ -139,6 +139,7 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.approveCmd("approve"),
 		a.tasksCmd(),
 		a.budgetCmd(),
+		a.statusCmd(),
 		a.deadLetterCmd(),
 		a.ledgerCmd(),
 		a.reportCmd(),

@@ -27,8 +27,13 @@ func (o *runDueOptions) addFlags(a *app, cmd *cobra.Command) {
 }
 
 // runRunDue is `astra run-due`.
-func (a *app) runRunDue(ctx context.Context, o runDueOptions) error {
-	var err error
+func (a *app) runRunDue(ctx context.Context, o runDueOptions) (err error) {
+	if !o.run.dryRun {
+		if hb := a.heartbeat(); hb != nil {
+			a.heartbeatWarning(hb.Start(ctx))
+			defer func() { a.heartbeatWarning(hb.Finish(ctx, errkind.ExitCode(err, ctx.Err() != nil) != errkind.ExitOK)) }()
+		}
+	}
 	if o.filter.Shard, o.filter.Of, err = plan.ParseShard(o.shard); err != nil {
 		return errkind.Usagef("%w", err)
 	}

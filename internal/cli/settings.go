@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +31,8 @@ var settings = []struct {
 	{"github.approvals", "open approval pull requests when GITHUB_TOKEN and GITHUB_REPOSITORY are set (false: local token files only)", true},
 	{"run.limit", "candidates processed per run (--limit)", 10},
 	{"run.max_parallel", "tasks run at once", 1},
+	{"heartbeat.url_env", "environment variable holding the dead-man switch's ping URL (Healthchecks.io, Cronitor): run-due pings <url>/start, <url> or <url>/fail; unset or empty: no pings", "ASTRA_HEARTBEAT_URL"},
+	{"heartbeat.timeout", "longest one heartbeat ping may take; a ping that fails is a warning, never the run's failure", "10s"},
 }
 
 func settingKeys() []string {
@@ -85,14 +88,20 @@ var settingBounds = []struct {
 	{"ledger.segment_size", 64 << 10, 1 << 30},
 }
 
+// envName is an environment variable's name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
 // durationSettings are durations ("90s", "5m") that must be positive.
-var durationSettings = []string{"git.timeout", "git.budget"}
+var durationSettings = []string{"git.timeout", "git.budget", "heartbeat.timeout"}
 
 func checkSettingBounds(v *viper.Viper) error {
 	for _, k := range durationSettings {
 		if d, err := time.ParseDuration(strings.TrimSpace(fmt.Sprint(v.Get(k)))); err != nil || d <= 0 {
 			return errkind.Usagef("setting %s: %v is not a positive duration (such as 90s or 5m)", k, v.Get(k))
 		}
+	}
+	if name := v.GetString("heartbeat.url_env"); name != "" && !envName.MatchString(name) {
+		return errkind.Usagef("setting heartbeat.url_env: %q is not an environment variable name (such as ASTRA_HEARTBEAT_URL); it names the variable holding the URL, never the URL", name)
 	}
 	for _, b := range settingBounds {
 		n, err := strconv.ParseInt(strings.TrimSpace(fmt.Sprint(v.Get(b.key))), 10, 64)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -65,7 +66,7 @@ actors:
 	}
 	toolParent := got[i+len("traceparent=") : i+len("traceparent=")+55]
 
-	spans := decodeSpans(t, received(), secret)
+	spans := decodeSpans(t, received("/v1/traces"), secret)
 	run, task, step := spans["astra run-due"], spans["astra task fetch"], spans["astra task publish"]
 	if run == nil || task == nil || step == nil {
 		t.Fatalf("want a run, a task and a chained step; got %v", keys(spans))
@@ -98,28 +99,106 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
-// otlpReceiver is an OTLP/HTTP trace endpoint; received returns the
-// request bodies so far.
-func otlpReceiver(t *testing.T) (url string, received func() [][]byte) {
+// otlpReceiver is an OTLP/HTTP endpoint for traces and metrics; received
+// returns the request bodies of a path ("/v1/traces") so far.
+func otlpReceiver(t *testing.T) (url string, received func(path string) [][]byte) {
 	var mu sync.Mutex
-	var bodies [][]byte
+	bodies := map[string][][]byte{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		if r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
+		if (r.URL.Path != "/v1/traces" && r.URL.Path != "/v1/metrics") || r.Header.Get("Content-Type") != "application/x-protobuf" {
 			t.Errorf("OTLP request %s %s (%s)", r.Method, r.URL.Path, r.Header.Get("Content-Type"))
 		}
 		mu.Lock()
-		bodies = append(bodies, b)
+		bodies[r.URL.Path] = append(bodies[r.URL.Path], b)
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/x-protobuf")
-		out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		var out []byte
+		if r.URL.Path == "/v1/metrics" {
+			out, _ = proto.Marshal(&colmetricspb.ExportMetricsServiceResponse{})
+		} else {
+			out, _ = proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+		}
 		w.Write(out)
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL, func() [][]byte {
+	return srv.URL, func(path string) [][]byte {
 		mu.Lock()
 		defer mu.Unlock()
-		return append([][]byte(nil), bodies...)
+		return append([][]byte(nil), bodies[path]...)
+	}
+}
+
+// TestMetricsOfARun: each run-due exports its metrics once, as it ends,
+// to the endpoint the spans go to: tasks by outcome, the tools' time,
+// spend, and the approvals pending and dead letters after it.
+func TestMetricsOfARun(t *testing.T) {
+	url, received := otlpReceiver(t)
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{
+		"schedules/s.yaml": `- {id: spend, name: spend, cron: "0 * * * *", target_tool: spend, budget: {max_cost_usd: 1}}
+- {id: bad, name: bad, cron: "0 * * * *", target_tool: bad, retry: {max_attempts: 1}}
+- {id: ask, name: ask, cron: "0 * * * *", target_tool: ask}
+`,
+		"policies/p.yaml": `tools:
+  spend: {kind: exec, command: [sh, spend.sh], tier: 0}
+  bad: {kind: exec, command: [sh, -c, "exit 1"], tier: 0}
+  ask: {kind: exec, command: [sh, -c, "exit 0"], tier: 1, requires_approval: true}
+roles:
+  founder: [octocat]
+permissions:
+  approve: [founder]
+actors:
+  - {actor: astra, scopes: ["*"], autonomy: L3}
+`,
+		"spend.sh": "echo '::astra-usage {\"cost_usd\":0.25}'\n",
+	})
+	gittest.Must(t, dir, "init", "-q")
+	gittest.Must(t, dir, "add", ".")
+	gittest.Must(t, dir, "commit", "-qm", "init")
+	astra := inProcess(t, dir, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": url})
+	astra("run-due", "--no-push", "--now", "2026-11-22T08:00:00Z", "--test-clock")
+	before := len(received("/v1/metrics"))
+	if out := astra("run-due", "--no-push", "--now", "2026-11-22T09:00:10Z", "--test-clock"); !strings.Contains(out, "1 ran, 1 failed") {
+		t.Fatalf("run-due:\n%s", out)
+	}
+	astra("run-due", "--dry-run", "--now", "2026-11-22T10:00:10Z")
+	bodies := received("/v1/metrics")
+	if len(bodies) != before+1 {
+		t.Fatalf("%d metric exports for one run and a dry run, want 1", len(bodies)-before)
+	}
+	var req colmetricspb.ExportMetricsServiceRequest
+	if err := proto.Unmarshal(bodies[len(bodies)-1], &req); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, rm := range req.ResourceMetrics {
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				for _, dp := range m.GetSum().GetDataPoints() {
+					key := m.Name
+					for _, kv := range dp.Attributes {
+						if kv.Key == "astra.outcome" {
+							key += " " + kv.Value.GetStringValue()
+						}
+					}
+					got[key] += dp.GetAsDouble() + float64(dp.GetAsInt())
+				}
+				for _, dp := range m.GetGauge().GetDataPoints() {
+					got[m.Name] = float64(dp.GetAsInt())
+				}
+				for _, dp := range m.GetHistogram().GetDataPoints() {
+					got[m.Name+" count"] += float64(dp.GetCount())
+				}
+			}
+		}
+	}
+	want := map[string]float64{"astra.runs ran": 1, "astra.runs failed": 1, "astra.runs awaiting_approval": 1, "astra.spend ran": 0.25,
+		"astra.run.duration count": 2, "astra.approvals.pending": 1, "astra.dead_letters": 1}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v (all: %v)", k, got[k], v, got)
+		}
 	}
 }
 

@@ -61,7 +61,11 @@ A JWT must carry iat and jti, live no longer than its issuer's max_lifetime
 (default 1h) and is accepted once; its expiry is checked against this
 machine's clock, never --now. A wrong, missing or replayed signature or
 JWT is refused, recorded, and exits 2. A JWT whose issuer's keys cannot be
-fetched was not checked at all: nothing runs, nothing is recorded, exit 3.`,
+fetched was not checked at all: nothing runs, nothing is recorded, exit 3.
+
+A schedule its actor's rate limit holds back is recorded as skipped with
+the time the limit resets; the trigger then exits 4 and says when the same
+request may be sent again (--json: the outcome's rate_limit).`,
 		Example: `  astra trigger n8n.newsletter.ready --payload-file event.json
   astra trigger deploy.requested --payload-file - --signature "$SIG" < body.json
   astra trigger github.push --payload-file body.json --signature "$X_HUB_SIGNATURE_256" --github-event push

@@ -45,7 +45,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 // redactor hides the secrets of this invocation's environment: values of
 // secret-looking names, the GitHub token and the approval secret.
 func (a *app) redactor() *redact.Redactor {
-	return redact.FromEnv(a.environ).With(a.getenv("GITHUB_TOKEN"), a.getenv("ASTRA_APPROVAL_SECRET"), a.getenv(ledgerkey.EnvKey))
+	return redact.FromEnv(a.environ).With(a.getenv("GITHUB_TOKEN"), a.getenv("ASTRA_APPROVAL_SECRET"), a.getenv(ledgerkey.EnvKey), a.heartbeatURL())
 }
 
 // runnerID names this runner in claims: the GitHub Actions run, or host and pid.

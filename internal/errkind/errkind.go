@@ -24,6 +24,10 @@ var (
 	// ErrRefused: whoever asked may not do it (a role, a signature, a
 	// token that does not verify); recorded where there is a ledger. Exit 2.
 	ErrRefused = errors.New("refused")
+	// ErrRateLimited: whoever asked may, but not now: an actor rate limit
+	// is reached (recorded as a skip with when it resets). The same
+	// request may succeed from the reset time the message gives. Exit 4.
+	ErrRateLimited = errors.New("rate limited")
 	// ErrLedger: the ledger cannot be read or safely appended to (damage
 	// that needs a person or a repair); nothing ran. Exit 2.
 	ErrLedger = errors.New("ledger")
@@ -41,6 +45,7 @@ const (
 	ExitFailed      = 1   // some task failed (recorded), or a check found damage
 	ExitUsage       = 2   // usage, configuration, refusal or ledger error; nothing ran
 	ExitInfra       = 3   // the machine, git or GitHub failed after retries
+	ExitRateLimited = 4   // a rate limit held the request back (recorded); try again after its reset time
 	ExitInterrupted = 130 // SIGINT or SIGTERM
 )
 
@@ -84,6 +89,12 @@ func Infra(err error) error { return New(ErrInfra, err, "") }
 // Infraf is an outage, formatted as fmt.Errorf formats.
 func Infraf(format string, args ...any) error { return Infra(fmt.Errorf(format, args...)) }
 
+// RateLimitedf is a request held back by a rate limit, formatted as
+// fmt.Errorf formats; the message says when to try again.
+func RateLimitedf(format string, args ...any) error {
+	return New(ErrRateLimited, fmt.Errorf(format, args...), "")
+}
+
 // Ledger classifies err as ledger damage, with what to do about it.
 func Ledger(err error, hint string) error { return New(ErrLedger, err, hint) }
 
@@ -106,7 +117,7 @@ func Classified(err error) bool { return Of(err) != nil }
 // (an outage met while recording a refusal) has the first in this order:
 // the ones that mean "nothing ran" before Infra, Infra before Failed.
 func Of(err error) error {
-	for _, k := range []error{ErrUsage, ErrRefused, ErrLedger, ErrInfra, ErrFailed} {
+	for _, k := range []error{ErrUsage, ErrRefused, ErrLedger, ErrInfra, ErrRateLimited, ErrFailed} {
 		if errors.Is(err, k) {
 			return k
 		}
@@ -163,6 +174,8 @@ func ExitCode(err error, interrupted bool) int {
 		return ExitUsage
 	case interrupted:
 		return ExitInterrupted
+	case kind == ErrRateLimited:
+		return ExitRateLimited
 	case kind == ErrFailed:
 		return ExitFailed
 	case kind == ErrInfra:

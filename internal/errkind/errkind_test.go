@@ -21,6 +21,8 @@ func TestExitCode(t *testing.T) {
 		{"ledger", Ledger(cause, "restore it"), false, ExitUsage},
 		{"infra", Infra(cause), false, ExitInfra},
 		{"failed", Failed(), false, ExitFailed},
+		{"rate limited", RateLimitedf("try again at %s", "12:00"), false, ExitRateLimited},
+		{"an outage outranks a rate limit", fmt.Errorf("%w; %w", RateLimitedf("later"), Infra(cause)), false, ExitInfra},
 		{"unclassified is cobra's usage", cause, false, ExitUsage},
 		{"interrupted infra", Infra(context.Canceled), true, ExitInterrupted},
 		{"interrupted usage still usage", Usage(cause), true, ExitUsage},

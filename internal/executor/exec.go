@@ -289,6 +289,9 @@ func toolEnv(req Request, priv *private, payload []byte) (env []string, stdin *o
 	if req.ToolDeny != "" {
 		add("ASTRA_TOOL_DENY", req.ToolDeny)
 	}
+	if !req.Slot.IsZero() {
+		add("ASTRA_SLOT", req.Slot.UTC().Format(time.RFC3339))
+	}
 	add("HOME", priv.home)
 	add("TMPDIR", priv.tmp)
 	if err := input("ASTRA_PAYLOAD", payload); err != nil {

@@ -49,8 +49,9 @@ const (
 type Request struct {
 	Tool           *model.Tool
 	ScheduleID     string
-	RunID          string // "<idempotency_key>#<attempt>", ASTRA_RUN_ID
-	TraceParent    string // W3C traceparent, TRACEPARENT
+	RunID          string    // "<idempotency_key>#<attempt>", ASTRA_RUN_ID
+	Slot           time.Time // the slot the run is for (an event's or a manual run's: when it was asked), ASTRA_SLOT
+	TraceParent    string    // W3C traceparent, TRACEPARENT
 	Payload        map[string]any
 	PreviousOutput string // chain_next context
 	Memory         string // recalled agent memory, JSON (ASTRA_MEMORY)

@@ -50,14 +50,14 @@ func TestExecHandsOverPayloadAndMinimalEnv(t *testing.T) {
 	tool.Env = []string{"TOOL_SECRET"}
 	e := New(Options{})
 	res := e.Run(context.Background(), Request{
-		Tool: tool, ScheduleID: "sch_1", RunID: "sch_1@2026-11-22T09:00:00Z#1", TraceParent: "00-" + strings.Repeat("a", 32) + "-" + strings.Repeat("b", 16) + "-01",
+		Tool: tool, ScheduleID: "sch_1", RunID: "sch_1@2026-11-22T09:00:00Z#1", Slot: time.Date(2026, 11, 22, 10, 0, 0, 0, time.FixedZone("CET", 3600)), TraceParent: "00-" + strings.Repeat("a", 32) + "-" + strings.Repeat("b", 16) + "-01",
 		Payload: map[string]any{"goal": "ship"}, PreviousOutput: "earlier result", Dir: testdir(t),
 		Getenv: envOf(map[string]string{"PARENT_SECRET": "must-not-leak", "TOOL_SECRET": "tool-secret-value"}),
 	})
 	if res.Status != StatusOK {
 		t.Fatalf("%+v", res)
 	}
-	for _, want := range []string{`stdin: {"goal":"ship"}`, `payload env: {"goal":"ship"}`, "dry: 0 run: sch_1@2026-11-22T09:00:00Z#1 schedule: sch_1",
+	for _, want := range []string{`stdin: {"goal":"ship"}`, `payload env: {"goal":"ship"}`, "dry: 0 run: sch_1@2026-11-22T09:00:00Z#1 schedule: sch_1 slot: 2026-11-22T09:00:00Z",
 		"trace: 00-aaaa", "from parent: none", "from tool env: [REDACTED]", "<previous_task_output>", "earlier result", "to stderr"} {
 		if !strings.Contains(res.Output, want) {
 			t.Errorf("output lacks %q:\n%s", want, res.Output)
@@ -280,10 +280,11 @@ func TestHTTPSignedEnvelope(t *testing.T) {
 	}))
 	defer srv.Close()
 	e := New(Options{})
-	req := Request{Tool: httpTool(srv.URL), ScheduleID: "s", RunID: "k#1", TraceParent: "00-x-y-01", ToolAllow: "github.*;gh*", ToolDeny: "github.repos.delete", Payload: map[string]any{"to": "a@b"}, Budget: model.TaskBudget{MaxCost: money.Dollar},
+	req := Request{Tool: httpTool(srv.URL), ScheduleID: "s", RunID: "k#1", Slot: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC), TraceParent: "00-x-y-01",
+		ToolAllow: "github.*;gh*", ToolDeny: "github.repos.delete", Payload: map[string]any{"to": "a@b"}, Budget: model.TaskBudget{MaxCost: money.Dollar},
 		PreviousOutput: "prev", Getenv: envOf(map[string]string{"HOOK_SECRET": secret})}
 	res := e.Run(context.Background(), req)
-	if res.Status != StatusOK || got.ScheduleID != "s" || got.Payload["to"] != "a@b" || got.PreviousOutput != "prev" || got.DryRun {
+	if res.Status != StatusOK || got.ScheduleID != "s" || got.Payload["to"] != "a@b" || got.PreviousOutput != "prev" || got.DryRun || got.Slot != "2026-11-22T09:00:00Z" {
 		t.Fatalf("%+v %+v", res, got)
 	}
 	if res.Usage.Tokens != 42 || res.Usage.Cost != money.Dollar/100 {

@@ -30,6 +30,7 @@ func Sign(secret, body []byte) string {
 type envelope struct {
 	ScheduleID     string          `json:"schedule_id"`
 	RunID          string          `json:"run_id"`
+	Slot           string          `json:"slot,omitempty"`
 	DryRun         bool            `json:"dry_run"`
 	Payload        map[string]any  `json:"payload"`
 	PreviousOutput string          `json:"previous_task_output,omitempty"`
@@ -95,6 +96,9 @@ func requestBody(req Request) ([]byte, error) {
 		payload = map[string]any{}
 	}
 	env := envelope{ScheduleID: req.ScheduleID, RunID: req.RunID, DryRun: req.DryRun, Payload: payload, PreviousOutput: req.PreviousOutput}
+	if !req.Slot.IsZero() {
+		env.Slot = req.Slot.UTC().Format(time.RFC3339)
+	}
 	if req.Memory != "" {
 		env.Memory = json.RawMessage(req.Memory)
 	}

@@ -26,6 +26,7 @@ package gate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,6 +58,20 @@ type Decision struct {
 	ApprovalReasons []string
 	Draft           bool   // L1: the request carries the dry-run result
 	ApproverRole    string // role whose members may approve, if the policy names one
+	// RateLimit is set when an actor rate limit skipped the run: when the
+	// caller may try again.
+	RateLimit *RateLimit
+}
+
+// RateLimit is an actor rate limit that was reached: Remaining runs of
+// Limit are left in the Window (none: it was reached), and one more may
+// start from ResetAt, when the oldest counted run leaves the window.
+type RateLimit struct {
+	Actor     string    `json:"actor"`
+	Window    string    `json:"window"` // minute, hour
+	Limit     int       `json:"limit"`
+	Remaining int       `json:"remaining"`
+	ResetAt   time.Time `json:"reset_at"`
 }
 
 // Input is everything a decision depends on.
@@ -116,17 +131,40 @@ func Check(in Input) Decision {
 
 func rateLimited(a *model.Actor, id string, in Input) (Decision, bool) {
 	rl := a.RateLimit
-	if rl.PerMinute > 0 {
-		if n := in.State.RunsSince(id, in.Now.Add(-time.Minute)); n >= rl.PerMinute {
-			return skip(ledger.ReasonRateLimited, "actor %s started %d runs in the last minute (limit %d)", id, n, rl.PerMinute), true
+	for _, w := range []struct {
+		name  string
+		span  time.Duration
+		limit int
+	}{{"minute", time.Minute, rl.PerMinute}, {"hour", time.Hour, rl.PerHour}} {
+		if w.limit <= 0 {
+			continue
 		}
-	}
-	if rl.PerHour > 0 {
-		if n := in.State.RunsSince(id, in.Now.Add(-time.Hour)); n >= rl.PerHour {
-			return skip(ledger.ReasonRateLimited, "actor %s started %d runs in the last hour (limit %d)", id, n, rl.PerHour), true
+		if n := in.State.RunsSince(id, in.Now.Add(-w.span)); n >= w.limit {
+			lim := &RateLimit{Actor: id, Window: w.name, Limit: w.limit, ResetAt: resetAt(in.State.ActorRuns[id], in.Now, w.span, w.limit)}
+			d := skip(ledger.ReasonRateLimited, "actor %s started %d runs in the last %s (limit %d): %d left, the next may start at %s",
+				id, n, w.name, w.limit, lim.Remaining, lim.ResetAt.UTC().Format(time.RFC3339))
+			d.RateLimit = lim
+			return d, true
 		}
 	}
 	return Decision{}, false
+}
+
+// resetAt is when fewer than limit of the runs started at starts are
+// inside the window ending then: the moment the (n-limit+1)th newest
+// leaves it.
+func resetAt(starts []time.Time, now time.Time, span time.Duration, limit int) time.Time {
+	var in []time.Time
+	for _, t := range starts {
+		if t.After(now.Add(-span)) {
+			in = append(in, t)
+		}
+	}
+	if len(in) < limit {
+		return now
+	}
+	slices.SortFunc(in, time.Time.Compare)
+	return in[len(in)-limit].Add(span)
 }
 
 func skip(reason, format string, args ...any) Decision {

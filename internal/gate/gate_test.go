@@ -146,6 +146,30 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestRateLimitSaysWhenToRetry: a run denied by a rate limit learns how
+// many runs are left (none) and when the next may start: when the oldest
+// run it must wait for leaves the window, whatever order the ledger holds
+// the starts in.
+func TestRateLimitSaysWhenToRetry(t *testing.T) {
+	st := state.New(now)
+	for i, ago := range []time.Duration{5 * time.Minute, 50 * time.Minute, 20 * time.Minute, 2 * time.Hour} {
+		st.Apply(&ledger.Event{Event: ledger.RunClaimed, ScheduleID: "x", IdempotencyKey: "k" + string(rune('a'+i)), Actor: "n8n_workflow_7", TS: now.Add(-ago)})
+	}
+	d := Check(Input{Schedule: sched("read", "n8n_workflow_7"), Policies: policies(), State: st, Now: now})
+	rl := d.RateLimit
+	// Three runs in the hour, limit 3: one more may start when the one
+	// 50 minutes ago is an hour old.
+	if d.Action != Skip || rl == nil || rl.Window != "hour" || rl.Limit != 3 || rl.Remaining != 0 || !rl.ResetAt.Equal(now.Add(10*time.Minute)) {
+		t.Fatalf("%v %q %+v", d.Action, d.Detail, rl)
+	}
+	if want := "0 left, the next may start at " + now.Add(10*time.Minute).Format(time.RFC3339); !strings.Contains(d.Detail, want) {
+		t.Fatalf("detail %q lacks %q", d.Detail, want)
+	}
+	if d := Check(Input{Schedule: sched("read", "n8n_workflow_7"), Policies: policies(), State: st, Now: rl.ResetAt}); d.Action != Run {
+		t.Fatalf("at the reset time: %v %q", d.Action, d.Detail)
+	}
+}
+
 // TestStrictestWins: every rule that asks for an approval is listed.
 func TestStrictestWins(t *testing.T) {
 	p := policies()

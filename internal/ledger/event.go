@@ -44,6 +44,12 @@ const (
 	// catch-up policy left out (count, first and last in Detail).
 	CatchupDropped Kind = "catchup.dropped"
 
+	// Tick is a cron tick (astra run-due): with its events still to be
+	// committed, and for a tick that recorded nothing at most once per
+	// state.TickEvery, so an idle repository is not one commit per tick. Status ok or failed; Detail
+	// counts its outcomes. It is what `astra status` shows as the last tick.
+	Tick Kind = "tick"
+
 	ScheduleCreated Kind = "schedule.created"
 	ScheduleUpdated Kind = "schedule.updated"
 	ScheduleDeleted Kind = "schedule.deleted"

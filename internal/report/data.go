@@ -25,6 +25,9 @@ type Data struct {
 	MonthLimitUSD float64         `json:"month_limit_usd"`
 	MonthUSD      float64         `json:"month_usd"`
 	Paused        string          `json:"paused,omitempty"`
+	LastTick      *state.Tick     `json:"last_tick,omitempty"`     // the newest tick run-due recorded
+	LastTickAgo   string          `json:"last_tick_ago,omitempty"` // "12 minutes ago", at Generated
+	TickStale     bool            `json:"tick_stale"`              // no tick for longer than an idle repository records one
 	Schedules     []ScheduleStats `json:"schedules"`
 	Pending       []Pending       `json:"pending"`
 	DeadLetters   []DeadLetter    `json:"dead_letters"`
@@ -98,7 +101,8 @@ func Collect(cfg *model.Config, store *ledger.Store, now time.Time, repository, 
 		d.Spend[i].USD = u.Float()
 	}
 	d.MonthUSD = st.Spend.Month.Float()
-	d.Paused = introspect.BudgetReport(cfg, st).Global.Paused()
+	status := introspect.StatusOf(cfg, st)
+	d.Paused, d.LastTick, d.LastTickAgo, d.TickStale = status.Paused, status.LastTick, status.TickAgo, status.Stale
 	for _, sc := range cfg.Schedules {
 		d.Schedules = append(d.Schedules, *m.stats[sc.ID])
 		if a := st.Approvals[sc.ID]; a != nil {

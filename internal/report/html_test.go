@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/astra-gitops/astra/internal/state"
 )
 
 var gen = time.Date(2026, 11, 22, 18, 30, 0, 0, time.UTC)
@@ -33,6 +35,23 @@ func TestHTMLEmptyMonth(t *testing.T) {
 	}
 	if strings.Contains(page, `id="paused"`) || strings.Contains(page, `id="day-limit"`) {
 		t.Error("empty dashboard shows a pause banner or a limit line")
+	}
+}
+
+// The header says when run-due last recorded a tick; one older than an
+// idle repository records them raises a banner.
+func TestHTMLLastTick(t *testing.T) {
+	if page := render(t, Data{Generated: gen, Month: "2026-11"}); !strings.Contains(page, "no tick recorded yet") || strings.Contains(page, `id="tick-stale"`) {
+		t.Error("a ledger without ticks")
+	}
+	tick := &state.Tick{At: gen.Add(-12 * time.Minute), Status: "ok"}
+	page := render(t, Data{Generated: gen, Month: "2026-11", LastTick: tick, LastTickAgo: "12 minutes ago"})
+	if !strings.Contains(page, `last tick <time datetime="2026-11-22T18:18:00Z">12 minutes ago</time> (ok)`) || strings.Contains(page, `id="tick-stale"`) {
+		t.Error("the last tick is not shown")
+	}
+	page = render(t, Data{Generated: gen, Month: "2026-11", LastTick: tick, LastTickAgo: "3 hours ago", TickStale: true})
+	if !strings.Contains(page, "The last tick was recorded 3 hours ago: is the cron workflow running?") {
+		t.Error("no banner for a stale tick")
 	}
 }
 

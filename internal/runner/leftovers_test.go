@@ -45,7 +45,7 @@ func TestNoPushThenPush(t *testing.T) {
 
 // Local commits and a remote that moved on: they are replayed on top of
 // the remote ledger, never dropped by the sync (which moves the branch to
-// the remote's), and nothing is doubled.
+// the remote's), and nothing is doubled (the run's claim, outcome and tick).
 func TestLeftoversReplayedOnMovedRemote(t *testing.T) {
 	e := newEnv(t, hourlyA)
 	e.runDue("2026-11-22T08:00:00Z")
@@ -53,7 +53,7 @@ func TestLeftoversReplayedOnMovedRemote(t *testing.T) {
 	other := e.clone()
 	other.runDue("2026-11-22T10:00:30Z")
 	rep := e.runDue("2026-11-22T11:00:30Z")
-	if !warned(rep, "an earlier run left 2 events unpushed: 2 added on top of the remote ledger") {
+	if !warned(rep, "an earlier run left 3 events unpushed: 3 added on top of the remote ledger") {
 		t.Fatalf("warnings %q", rep.Warnings)
 	}
 	for _, slot := range []string{"09", "10", "11"} {

@@ -3,6 +3,7 @@ package runner
 import (
 	"time"
 
+	"github.com/astra-gitops/astra/internal/gate"
 	"github.com/astra-gitops/astra/internal/ledger"
 )
 
@@ -47,6 +48,8 @@ type Outcome struct {
 	DeadLettered bool         `json:"dead_lettered,omitempty"`
 	Chain        string       `json:"chain_next,omitempty"`
 	Notify       bool         `json:"notify,omitempty"` // L2: announce the run
+	// RateLimit: an actor rate limit skipped the run; when to try again.
+	RateLimit *gate.RateLimit `json:"rate_limit,omitempty"`
 }
 
 // Report is the result of a run.
@@ -112,6 +115,18 @@ func (r *Report) Count(action string) int {
 		}
 	}
 	return n
+}
+
+// RateLimited is the rate limit that held back a run the longest, nil when
+// none did.
+func (r *Report) RateLimited() *gate.RateLimit {
+	var last *gate.RateLimit
+	for _, o := range r.Outcomes {
+		if rl := o.RateLimit; rl != nil && (last == nil || rl.ResetAt.After(last.ResetAt)) {
+			last = rl
+		}
+	}
+	return last
 }
 
 // Failed reports whether any task failed (exit status 1).

@@ -170,6 +170,11 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 			}
 		}
 		s.execute(ctx, tasks)
+		if command == "run-due" && !r.opts.DryRun {
+			if err := s.tick(); err != nil {
+				return s.report, err
+			}
+		}
 		if err := s.finish(ctx); err != nil {
 			return s.report, err
 		}
@@ -178,6 +183,26 @@ func (r *Runner) rounds(ctx context.Context, command string, decide func(*sessio
 		}
 		return s.report, nil
 	}
+}
+
+// tick records this cron tick and what it came to: in the commit of the
+// run's events not yet published, or, when the run recorded nothing, alone
+// once the last recorded tick is state.TickEvery old. A run whose events
+// all went out already (an outcome pushed at once) makes no commit for
+// its tick: that outcome stays the newest commit.
+func (s *session) tick() error {
+	pending, recorded := len(s.j.Recorded()) > s.pushed, len(s.j.Recorded()) > 0
+	if last := s.state().LastTick; !pending && (recorded || last != nil && s.now.Sub(last.At) < state.TickEvery) {
+		return nil
+	}
+	rep := s.report
+	d, _ := json.Marshal(state.TickDetail{Ran: rep.Count(ActionRan), Failed: rep.Count(ActionFailed) + rep.Count(ActionLost),
+		Skipped: rep.Count(ActionSkipped) + rep.Count(ActionMissed), AwaitingApproval: rep.Count(ActionAwaitingApproval)})
+	status := ledger.StatusOK
+	if rep.Failed() {
+		status = ledger.StatusFailed
+	}
+	return s.record(&ledger.Event{Event: ledger.Tick, Status: status, Runner: s.r.opts.RunnerID, Detail: d})
 }
 
 // prepare brings a session up to date before it decides: the clock's
@@ -373,6 +398,13 @@ func (s *session) gate(ctx context.Context, t *task) (bool, error) {
 	d := gate.Check(gate.Input{Schedule: t.sched, Policies: &s.r.cfg.Policies, State: s.state(), Now: s.now, Inherited: t.inherited})
 	switch d.Action {
 	case gate.Skip:
+		if rl := d.RateLimit; rl != nil {
+			// Recorded with when it may run: retry_at on the skip.
+			t.outcome.Action, t.outcome.Reason, t.outcome.Detail, t.outcome.RateLimit = ActionSkipped, d.Reason, d.Detail, rl
+			ev := s.skipEvent(t, d.Reason, d.Detail)
+			ev.RetryAt = rl.ResetAt
+			return false, s.record(ev)
+		}
 		return false, s.skip(t, d.Reason, d.Detail)
 	case gate.NeedApproval:
 		if g := s.state().Granted[t.key]; g != nil && t.kind == plan.KindRetry {
@@ -533,7 +565,7 @@ func (r *Runner) request(t *task) executor.Request {
 	allow, deny := t.toolLists(&r.cfg.Policies).Env()
 	return executor.Request{
 		ToolAllow: allow, ToolDeny: deny,
-		Tool: t.tool, ScheduleID: t.sched.ID, RunID: t.runID(), TraceParent: traceParent(t.traceID, t.runID()),
+		Tool: t.tool, ScheduleID: t.sched.ID, RunID: t.runID(), Slot: t.slot, TraceParent: traceParent(t.traceID, t.runID()),
 		Payload: t.sched.Payload, PreviousOutput: t.previous, Memory: r.recall(t, r.opts.Clock()), Event: t.eventData, Dir: r.opts.Root, Budget: t.sched.Budget,
 		Pricing:       &r.cfg.Policies.Budget.Pricing,
 		ToolCallsUsed: t.toolCalls, Getenv: r.opts.Getenv, Sandbox: r.toolView(t),

@@ -33,7 +33,7 @@ var spillKinds = map[ledger.Kind]bool{
 	ledger.RunClaimed: true, ledger.RunStarted: true, ledger.RunCompleted: true, ledger.RunFailed: true, ledger.RunSkipped: true,
 	ledger.RunRetryScheduled: true, ledger.RunDeadLettered: true, ledger.RollbackCompleted: true, ledger.RollbackFailed: true,
 	ledger.MemoryStored: true, ledger.NotifySent: true, ledger.BudgetWarning: true, ledger.BudgetExceeded: true, ledger.BudgetPaused: true,
-	ledger.TrustRiskAccepted: true, ledger.SpillRefused: true,
+	ledger.TrustRiskAccepted: true, ledger.SpillRefused: true, ledger.Tick: true,
 }
 
 // spillable is nil when every event of evs may go to a spill (a

@@ -55,7 +55,7 @@ func (r *Runner) Trigger(ctx context.Context, req TriggerRequest) (*Report, erro
 	if err := r.Permit(ctx, model.VerbTrigger, req.Event, req.By, nil); err != nil {
 		return nil, err
 	}
-	return r.run(ctx, "trigger", func(s *session) ([]*task, error) {
+	rep, err := r.run(ctx, "trigger", func(s *session) ([]*task, error) {
 		if req.Signature != "" {
 			// Seen is enough: a signature that verified is inside its
 			// window by the machine's clock, whatever clock dates the run.
@@ -101,6 +101,15 @@ func (r *Runner) Trigger(ctx context.Context, req TriggerRequest) (*Report, erro
 		}
 		return tasks, nil
 	})
+	if err == nil && rep != nil && !rep.DryRun {
+		if rl := rep.RateLimited(); rl != nil {
+			// The caller may send the same request again once the limit
+			// resets: its key is not used up by the skip.
+			err = errkind.RateLimitedf("trigger %s rate limited: actor %s may start %d runs per %s, %d left; try again from %s (in %s)",
+				req.Event, rl.Actor, rl.Limit, rl.Window, rl.Remaining, rl.ResetAt.UTC().Format(time.RFC3339), rl.ResetAt.Sub(rep.Now).Round(time.Second))
+		}
+	}
+	return rep, err
 }
 
 // callerScopes says what a JWT caller's actor lacks to trigger tool, ""

@@ -107,20 +107,42 @@ func (s *State) day(t time.Time) string {
 // snapshot is the part of the state a month checkpoint carries forward.
 type snapshot struct {
 	Schedules   map[string]*Schedule   `json:"schedules"`
-	Open        map[string]*Open       `json:"open"`         // by idempotency key
-	Done        map[string]time.Time   `json:"done"`         // completed manual/event keys
-	DeadLetters map[string]*DeadLetter `json:"dead_letters"` // by idempotency key
-	Approvals   map[string]*Approval   `json:"approvals"`    // open request, by schedule id
-	Consumed    map[string]time.Time   `json:"consumed"`     // hash of a used approval token -> its expiry
-	Reported    map[string]time.Time   `json:"reported"`     // "<kind>:<token hash>" of token notes recorded -> their expiry
-	Known       map[string]string      `json:"known"`        // schedule id -> definition hash
-	Signatures  map[string]time.Time   `json:"signatures"`   // trigger signature id or JWT id -> when it stops being accepted
-	Granted     map[string]*Grant      `json:"granted"`      // idempotency key of an open run that consumed an approval -> that approval
-	RolledBack  map[string]time.Time   `json:"rolled_back"`  // run id -> when its rollback completed
-	ActorRuns   map[string][]time.Time `json:"actor_runs"`   // run starts within RateWindow
-	Early       map[string]time.Time   `json:"early"`        // own slots run early by a clock a correction voided: key -> slot (correct.go)
-	Tampered    map[string]time.Time   `json:"tampered"`     // seq of a ledger.tampered no trust.resumed acknowledged since -> its ts
-	Breached    map[string]*Breach     `json:"breached"`     // seq of an event that broke a rule, until a ledger.tampered names it (rules.go)
+	Open        map[string]*Open       `json:"open"`                // by idempotency key
+	Done        map[string]time.Time   `json:"done"`                // completed manual/event keys
+	DeadLetters map[string]*DeadLetter `json:"dead_letters"`        // by idempotency key
+	Approvals   map[string]*Approval   `json:"approvals"`           // open request, by schedule id
+	Consumed    map[string]time.Time   `json:"consumed"`            // hash of a used approval token -> its expiry
+	Reported    map[string]time.Time   `json:"reported"`            // "<kind>:<token hash>" of token notes recorded -> their expiry
+	Known       map[string]string      `json:"known"`               // schedule id -> definition hash
+	Signatures  map[string]time.Time   `json:"signatures"`          // trigger signature id or JWT id -> when it stops being accepted
+	Granted     map[string]*Grant      `json:"granted"`             // idempotency key of an open run that consumed an approval -> that approval
+	RolledBack  map[string]time.Time   `json:"rolled_back"`         // run id -> when its rollback completed
+	ActorRuns   map[string][]time.Time `json:"actor_runs"`          // run starts within RateWindow
+	Early       map[string]time.Time   `json:"early"`               // own slots run early by a clock a correction voided: key -> slot (correct.go)
+	Tampered    map[string]time.Time   `json:"tampered"`            // seq of a ledger.tampered no trust.resumed acknowledged since -> its ts
+	Breached    map[string]*Breach     `json:"breached"`            // seq of an event that broke a rule, until a ledger.tampered names it (rules.go)
+	LastTick    *Tick                  `json:"last_tick,omitempty"` // the newest tick recorded
+}
+
+// TickEvery is how often a cron tick that recorded nothing else is
+// recorded: often enough for `astra status` to tell a stopped cron, rare
+// enough that an idle repository is not one commit per tick.
+const TickEvery = time.Hour
+
+// Tick is a recorded cron tick (ledger.Tick).
+type Tick struct {
+	At     time.Time `json:"at"`
+	Status string    `json:"status"` // ok | failed
+	Runner string    `json:"runner,omitempty"`
+	TickDetail
+}
+
+// TickDetail is the Detail of a tick: what it came to.
+type TickDetail struct {
+	Ran              int `json:"ran"`
+	Failed           int `json:"failed"`
+	Skipped          int `json:"skipped"`
+	AwaitingApproval int `json:"awaiting_approval"`
 }
 
 // Schedule is what the ledger says about one schedule.
@@ -538,6 +560,10 @@ func (s *State) Apply(e *ledger.Event) {
 		} else {
 			s.restore(e.Detail)
 		}
+	case ledger.Tick:
+		t := &Tick{At: e.TS, Status: e.Status, Runner: e.Runner}
+		_ = json.Unmarshal(e.Detail, &t.TickDetail) // counts are for people; a tick without them is still a tick
+		s.LastTick = t
 	case ledger.LedgerMigrated:
 		s.Moved = moveOf(e)
 	case ledger.ClockCorrected:
@@ -975,5 +1001,8 @@ func (s *State) add(snap *snapshot) {
 	maps.Copy(s.Early, snap.Early)
 	maps.Copy(s.Tampered, snap.Tampered)
 	maps.Copy(s.Breached, snap.Breached)
+	if t := snap.LastTick; t != nil && (s.LastTick == nil || t.At.After(s.LastTick.At)) {
+		s.LastTick = t
+	}
 	s.view(s.Now) // the newest run start
 }

@@ -84,18 +84,14 @@ func Setup(ctx context.Context, o Options) (*Tracer, error) {
 	if redact == nil {
 		redact = func(s string) string { return s }
 	}
-	cfg, err := readConfig(getenv)
+	cfg, err := readConfig(getenv, traces)
 	if err != nil {
 		return nil, err
 	}
 	if cfg == nil {
 		return &Tracer{redact: redact}, nil
 	}
-	attrs := []attribute.KeyValue{attribute.String("service.name", cfg.service)}
-	if o.Version != "" {
-		attrs = append(attrs, attribute.String("service.version", o.Version))
-	}
-	res, err := resource.New(ctx, resource.WithTelemetrySDK(), resource.WithAttributes(attrs...))
+	res, err := cfg.resource(ctx, o.Version)
 	if err != nil {
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
@@ -173,25 +169,48 @@ func (e *quietExporter) failure() error {
 	return e.err
 }
 
+// resource describes astra as the source of what is exported. The SDK adds
+// OTEL_RESOURCE_ATTRIBUTES from the process environment; ours win.
+func (c *config) resource(ctx context.Context, version string) (*resource.Resource, error) {
+	attrs := []attribute.KeyValue{attribute.String("service.name", c.service)}
+	if version != "" {
+		attrs = append(attrs, attribute.String("service.version", version))
+	}
+	return resource.New(ctx, resource.WithTelemetrySDK(), resource.WithAttributes(attrs...))
+}
+
+// signal is one kind of telemetry astra exports, with the variables and
+// the path that are its own.
+type signal struct {
+	name     string // TRACES, METRICS: OTEL_EXPORTER_OTLP_<name>_* win over OTEL_EXPORTER_OTLP_*
+	exporter string // the variable choosing its exporter
+	path     string // below a base OTEL_EXPORTER_OTLP_ENDPOINT
+}
+
+var (
+	traces  = signal{"TRACES", "OTEL_TRACES_EXPORTER", "v1/traces"}
+	metrics = signal{"METRICS", "OTEL_METRICS_EXPORTER", "v1/metrics"}
+)
+
 // config is what the environment asks for; nil means no export.
 type config struct {
-	url      *url.URL // the traces endpoint, path included for HTTP
+	url      *url.URL // the signal's endpoint, path included for HTTP
 	protocol string   // grpc, http/protobuf or http/json
 	gzip     bool
 	headers  map[string]string
 	service  string
 }
 
-// readConfig reads the OTEL_* variables astra supports.
-func readConfig(getenv func(string) string) (*config, error) {
+// readConfig reads the OTEL_* variables astra supports for sig.
+func readConfig(getenv func(string) string, sig signal) (*config, error) {
 	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
-	if on, err := exporting(get); !on || err != nil {
+	if on, err := exporting(get, sig); !on || err != nil {
 		return nil, err
 	}
-	// The traces-specific variables win over the generic ones.
+	// The signal-specific variables win over the generic ones.
 	signal := func(name string) (string, string) {
-		if v := get("OTEL_EXPORTER_OTLP_TRACES_" + name); v != "" {
-			return "OTEL_EXPORTER_OTLP_TRACES_" + name, v
+		if v := get("OTEL_EXPORTER_OTLP_" + sig.name + "_" + name); v != "" {
+			return "OTEL_EXPORTER_OTLP_" + sig.name + "_" + name, v
 		}
 		return "OTEL_EXPORTER_OTLP_" + name, get("OTEL_EXPORTER_OTLP_" + name)
 	}
@@ -211,8 +230,8 @@ func readConfig(getenv func(string) string) (*config, error) {
 		return nil, fmt.Errorf("%s: want http/protobuf, grpc or http/json, not %q", name, p)
 	}
 	if endpointVar == "OTEL_EXPORTER_OTLP_ENDPOINT" && c.protocol != "grpc" {
-		// A base URL: the traces path goes below it.
-		u.Path = path.Join("/", u.Path, "v1/traces")
+		// A base URL: the signal's path goes below it.
+		u.Path = path.Join("/", u.Path, sig.path)
 	}
 	switch name, v := signal("COMPRESSION"); v {
 	case "", "none":
@@ -228,19 +247,19 @@ func readConfig(getenv func(string) string) (*config, error) {
 	return c, nil
 }
 
-// exporting reports whether the SDK and the traces exporter are on (the
+// exporting reports whether the SDK and the signal's exporter are on (the
 // exporter being otlp, the only one astra has).
-func exporting(get func(string) string) (bool, error) {
+func exporting(get func(string) string, sig signal) (bool, error) {
 	if strings.EqualFold(get("OTEL_SDK_DISABLED"), "true") {
 		return false, nil
 	}
-	switch e := get("OTEL_TRACES_EXPORTER"); e {
+	switch e := get(sig.exporter); e {
 	case "none":
 		return false, nil
 	case "", "otlp":
 		return true, nil
 	default:
-		return false, fmt.Errorf("OTEL_TRACES_EXPORTER: astra exports traces with otlp only (or none), not %q", e)
+		return false, fmt.Errorf("%s: astra exports %s with otlp only (or none), not %q", sig.exporter, strings.ToLower(sig.name), e)
 	}
 }
 

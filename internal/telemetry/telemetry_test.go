@@ -473,7 +473,7 @@ func TestConfig(t *testing.T) {
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer " + secret + ",oops"}, err: "OTEL_EXPORTER_OTLP_HEADERS: item 2 is not key=value"},
 		{env: map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_EXPORTER_OTLP_HEADERS": "authorization=" + secret + "%zz"}, err: "OTEL_EXPORTER_OTLP_HEADERS: item 1 (authorization): bad percent-encoding"},
 	} {
-		c, err := readConfig(envOf(tc.env))
+		c, err := readConfig(envOf(tc.env), traces)
 		switch {
 		case tc.err != "":
 			if err == nil || !strings.HasPrefix(err.Error(), tc.err) || strings.Contains(err.Error(), secret) {
@@ -487,7 +487,7 @@ func TestConfig(t *testing.T) {
 			t.Errorf("%v: config %+v, want URL %s", tc.env, c, tc.url)
 		}
 	}
-	c, err := readConfig(envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://u:" + secret + "@c", "OTEL_SERVICE_NAME": "astra-ci"}))
+	c, err := readConfig(envOf(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://u:" + secret + "@c", "OTEL_SERVICE_NAME": "astra-ci"}), traces)
 	if err != nil {
 		t.Fatal(err)
 	}
