@@ -217,9 +217,9 @@ func checkApprovalPRBody(t *testing.T, srv *githubtest.Server, gh *github.Client
 		t.Fatal(err)
 	}
 	body := pr.GetBody()
-	for _, want := range []string{"deploy_a", "`deployer`", "runs sh tool.sh", "risk high", "not idempotent", "| Safety tier | 2 (external) |",
-		"2026-11-22T09:00:00Z", "Expires | 2026-11-23T09:00:00Z", "role `founder`: octocat, @octo/founders",
-		"safety tier 2 (external)", "task policy for deployer (global) has auto_execute: false", `"api_token": "[REDACTED]"`,
+	for _, want := range []string{"deploy_a", "`deployer`", `runs sh tool\.sh`, "risk high", "not idempotent", "| Safety tier | 2 (external) |",
+		"2026-11-22T09:00:00Z", "Expires | 2026-11-23T09:00:00Z", "role `founder`: octocat\\, @\u200docto\\/founders",
+		`safety tier 2 \(external\)`, `task policy for deployer \(global\) has auto\_execute\: false`, `"api_token": "[REDACTED]"`,
 		"Merge this pull request to approve one run"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("PR body lacks %q:\n%s", want, body)
