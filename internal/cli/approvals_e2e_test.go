@@ -97,7 +97,7 @@ func approvalAttacks(t *testing.T, secret string) {
 		`"event":"approval.approved","schedule_id":"deploy_a".*"pr":` + itoa(prs["deploy_a"]) + `,"by":"octocat"`,
 		`"event":"approval.consumed","schedule_id":"deploy_a"`,
 		`"event":"approval.refused","schedule_id":"deploy_b".*merged by mallory, who may not approve`,
-		`"event":"approval.rejected","schedule_id":"deploy_c".*"error":"not today","pr":` + itoa(prs["deploy_c"]) + `,"by":"octocat"`,
+		`"event":"approval.rejected","schedule_id":"deploy_c".*"pr":` + itoa(prs["deploy_c"]) + `,"by":"octocat".*"comment":"not today"`,
 		`"event":"approval.refused","schedule_id":"deploy_e".*not the commit astra wrote`,
 		`"event":"approval.ignored","schedule_id":"deploy_f".*before pull request #` + itoa(prs["deploy_f"]) + ` was merged`,
 		`"event":"approval.refused","schedule_id":"deploy_g".*not one astra wrote`,

@@ -291,6 +291,8 @@ func sequence(s []byte) (size int, complete bool) {
 			switch {
 			case s[j] == 0x07:
 				return j + 1, true
+			case s[j] == '\n': // cut short (a truncated line): drop it, keep the line break
+				return j, true
 			case s[j] == 0x1b && j+1 == len(s):
 				return 0, false
 			case s[j] == 0x1b && s[j+1] == '\\':

@@ -30,6 +30,7 @@ var hostile = []struct{ name, in, want string }{
 	{"lone ESC at the end", "end\x1b", "end"},
 	{"ESC before a newline", "x\x1b\ny", "x\ny"},
 	{"unterminated OSC", "x\x1b]0;title never ends", "x]0;title never ends"},
+	{"OSC cut short by a line break", "x\x1b]8;;http://evil.example\nnext", "x\nnext"},
 	{"malformed CSI", "x\x1b[12\ny", "x\ny"},
 }
 
