@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,6 +51,9 @@ func approvalAttacks(t *testing.T, secret string) {
 
 	gh := srv.Client(srv.BotToken)
 	checkApprovalPRBody(t, srv, gh, prs["deploy_a"])
+	if users, teams := srv.RequestedReviewers(prs["deploy_a"]); !slices.Equal(users, []string{"octocat"}) || !slices.Equal(teams, []string{"founders"}) {
+		t.Errorf("review requested from %v and teams %v, want octocat and founders", users, teams)
+	}
 	tokenOf := func(id string) []byte {
 		return mustRead(t, srv, "astra/approve/"+id, "var/approvals/pending/"+id+".token")
 	}

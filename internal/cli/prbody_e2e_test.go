@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,7 +19,8 @@ const hostileMarkdown = "## Safe to merge\n@acme/leads approved this ![](http://
 // TestApprovalPRBodyFencesUntrustedText: in the body of an approval pull
 // request on GitHub, the L1 draft, the description, reasons and roles show
 // as written and format nothing: no heading, mention, link or image of
-// theirs outside a code block, and no code block they could close.
+// theirs outside a code block, and no code block they could close. The
+// pull request asks the approvers for their review.
 func TestApprovalPRBodyFencesUntrustedText(t *testing.T) {
 	srv := githubtest.New(t, githubtest.Config{Files: map[string]string{
 		"schedules/s.yaml": "schedules:\n  - id: drafty\n    name: drafty\n    cron: \"0 9 * * *\"\n    target_tool: drafter\n    autonomy: L1\n" +
@@ -29,16 +31,29 @@ func TestApprovalPRBodyFencesUntrustedText(t *testing.T) {
 			"trust:\n  accept_risk: this test is about pull request bodies, not the repository's setup\n",
 		"draft.sh": "cat <<'END'\n" + hostileMarkdown + "\n````` five\nEND\n",
 	}})
+	srv.AddUser("tok-octocat", "octocat")
 	ci := &ciRun{t: t, srv: srv, env: map[string]string{
 		"GITHUB_TOKEN": srv.BotToken, "GITHUB_REPOSITORY": srv.Repository(), "GITHUB_API_URL": srv.URL, "GITHUB_ACTIONS": "",
 	}}
 	ci.run("2026-11-22T08:00:00Z", "run-due")
-	if out, code := ci.run("2026-11-22T09:00:30Z", "run-due"); code != 0 || !strings.Contains(out, "awaiting_approval") {
+	out, code := ci.run("2026-11-22T09:00:30Z", "run-due")
+	if code != 0 || !strings.Contains(out, "awaiting_approval") {
 		t.Fatalf("run-due exited %d:\n%s", code, out)
+	}
+	// The approvers' review is requested; a team of another organisation
+	// cannot be asked: a warning, recorded with the request, never a stop.
+	if !strings.Contains(out, "drafty: review not requested: ") || !strings.Contains(out, "@acme/leads") {
+		t.Errorf("no warning about the review not requested:\n%s", out)
+	}
+	if !regexp.MustCompile(`"event":"approval.requested".*"error":"[^"]*; review not requested: [^"]*@acme/leads`).MatchString(ci.ledger()) {
+		t.Errorf("the request does not record the review not requested:\n%s", ci.ledger())
 	}
 	prs, _, err := srv.Client(srv.BotToken).PullRequests.List(context.Background(), "octo", "widgets", nil)
 	if err != nil || len(prs) != 1 {
 		t.Fatalf("pull requests: %v, %v", prs, err)
+	}
+	if users, teams := srv.RequestedReviewers(prs[0].GetNumber()); !slices.Equal(users, []string{"octocat"}) || len(teams) != 0 {
+		t.Errorf("review requested from %v and teams %v, want octocat", users, teams)
 	}
 	body := prs[0].GetBody()
 	outside, fenced := splitFences(t, body)

@@ -26,6 +26,8 @@ type Forge interface {
 	FileAt(ctx context.Context, ref, path string) ([]byte, error)
 	// IsApprover answers team membership for roles that name @org/team.
 	IsApprover(ctx context.Context, login string, allowed []string) (bool, error)
+	// RequestReviewers asks logins and @org/teams for their review.
+	RequestReviewers(ctx context.Context, number int, members []string) error
 }
 
 // The trust model (docs/security.md, "Approvals verified at use, binding
