@@ -11,7 +11,7 @@ require (
 	github.com/klauspost/compress v1.20.3 // mandated: gzip ledger members, fast zlib for loose objects
 	github.com/robfig/cron/v3 v3.0.1 // tests only: the reference the cron parser and day walk are checked against
 	github.com/rogpeppe/go-internal v1.16.0
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // tools' input_schema: payloads and events checked against JSON Schema (internal/inputschema); tests check schema/*.json
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // tools' input_schema: payloads and events checked against JSON Schema (internal/inputschema); tests validate configuration and ledger events against schema/, the fake GitHub against the OpenAPI description
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/viper v1.21.0
 	go.opentelemetry.io/otel v1.47.0 // tracing API: attributes, W3C traceparent parsing (internal/telemetry)

@@ -55,7 +55,10 @@ type Token struct {
 	PayloadHash    string    `json:"payload_hash"`
 	Action         *Action   `json:"action"`
 	PR             int       `json:"pr,omitempty"`
-	Signature      string    `json:"signature,omitempty"` // HMAC with ASTRA_APPROVAL_SECRET (pull requests)
+	// Comment is the approver's reason (astra approve --reason), signed
+	// with the rest and recorded with the approval.
+	Comment   string `json:"comment,omitempty"`
+	Signature string `json:"signature,omitempty"` // HMAC with ASTRA_APPROVAL_SECRET (pull requests)
 	// ApproverSignature is approved_by's SSHSIG (armored, namespace
 	// seal.Approval) over SignedBytes.
 	ApproverSignature string `json:"approver_signature,omitempty"`

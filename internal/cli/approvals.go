@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/astra-gitops/astra/internal/introspect"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
+	"github.com/astra-gitops/astra/internal/ui"
 )
 
 func (a *app) approvalsCmd() *cobra.Command {
@@ -64,13 +66,46 @@ func (a *app) runApprovalsList(_ context.Context, _ approvalsListOptions) error 
 	}
 	repo := introspect.Repository{ServerURL: serverURL(a.getenv), Name: a.getenv("GITHUB_REPOSITORY")}
 	rows := introspect.Approvals(cfg, st, a.repo(), repo, a.now())
-	return printRows(a, rows, "no pending approvals", "SCHEDULE\tTIER\tSLOT\tSTATUS\tAGE\tEXPIRES\tPULL REQUEST\tWHY", func(r introspect.Approval) string {
+	keys, since := map[string]bool{}, a.now()
+	for _, r := range rows {
+		if r.Key != "" && r.Requested.Before(since) {
+			since = r.Requested
+		}
+		if r.Key != "" {
+			keys[r.Key] = true
+		}
+	}
+	drafts, err := introspect.Drafts(a.store(), since, keys)
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		rows[i].Draft = ui.Clean(drafts[rows[i].Key]) // in --json too: it is the tool's text, shown
+	}
+	return printRows(a, rows, "no pending approvals", "SCHEDULE\tTIER\tSLOT\tSTATUS\tAGE\tEXPIRES\tPULL REQUEST\tWHY\tDRAFT", func(r introspect.Approval) string {
 		pr := r.URL
 		if pr == "" && r.PR != 0 {
 			pr = fmt.Sprintf("#%d", r.PR)
 		}
-		return fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s", r.Name, r.Tier, fmtTime(r.Slot), r.Status, r.Age, fmtTime(r.Expires), pr, r.Why)
+		status := r.Status
+		if r.By != "" {
+			status += " by " + r.By
+		}
+		if r.Comment != "" {
+			status += ": " + oneLine(r.Comment)
+		}
+		draft := oneLine(r.Draft)
+		if !a.verbose() {
+			draft = truncate(draft, 60)
+		}
+		return fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", r.Name, r.Tier, fmtTime(r.Slot), status, r.Age, fmtTime(r.Expires), pr, r.Why, cmp.Or(draft, "-"))
 	})
+}
+
+// oneLine puts text on one line of a table: its lines joined with " / ",
+// its tabs made spaces.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " / ", "\n", " / ", "\t", " ").Replace(strings.TrimSpace(s))
 }
 
 func serverURL(getenv func(string) string) string {
@@ -93,6 +128,7 @@ type approveOptions struct {
 	by       string
 	key      string
 	ttl      string
+	reason   string
 	run      runFlags
 }
 
@@ -141,6 +177,7 @@ approver. A request that has a pull request is approved by merging it.`,
 	cmd.Flags().StringVar(&o.key, "key", "", "the SSH key to sign with (default: git config user.signingkey with gpg.format ssh, else ~/.ssh/id_ed25519)")
 	cmd.Flags().BoolVar(&o.run.noPush, "no-push", false, "write the signed token into the checkout only; publish it yourself")
 	cmd.Flags().BoolVar(&o.run.dryRun, "dry-run", false, "show the token that would be signed; sign and write nothing")
+	cmd.Flags().StringVar(&o.reason, "reason", "", "why you approve (signed with the approval and recorded with it)")
 	cmd.Flags().StringVar(&o.ttl, "ttl", "", "how long the approval is valid (default the schedule's approval_ttl, 24h; for a slot to come, from that slot)")
 	return cmd
 }
@@ -189,6 +226,7 @@ func (a *app) runApprove(ctx context.Context, o approveOptions) error {
 		return err
 	}
 	tok := draft.Token
+	tok.Comment = o.reason
 	if o.run.dryRun {
 		if a.json() {
 			return a.printJSON(tok)
@@ -262,7 +300,7 @@ func (a *app) rejectCmd() *cobra.Command {
 	}
 	byFlag(cmd, &o.by)
 	cmd.Flags().BoolVar(&o.run.noPush, "no-push", false, "commit the rejection locally, do not push")
-	cmd.Flags().StringVar(&o.reason, "reason", "", "why (recorded)")
+	cmd.Flags().StringVar(&o.reason, "reason", "", "why you reject (recorded with the rejection; may be left out)")
 	return cmd
 }
 

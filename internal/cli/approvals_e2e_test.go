@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,6 +51,9 @@ func approvalAttacks(t *testing.T, secret string) {
 
 	gh := srv.Client(srv.BotToken)
 	checkApprovalPRBody(t, srv, gh, prs["deploy_a"])
+	if users, teams := srv.RequestedReviewers(prs["deploy_a"]); !slices.Equal(users, []string{"octocat"}) || !slices.Equal(teams, []string{"founders"}) {
+		t.Errorf("review requested from %v and teams %v, want octocat and founders", users, teams)
+	}
 	tokenOf := func(id string) []byte {
 		return mustRead(t, srv, "astra/approve/"+id, "var/approvals/pending/"+id+".token")
 	}
@@ -97,7 +101,7 @@ func approvalAttacks(t *testing.T, secret string) {
 		`"event":"approval.approved","schedule_id":"deploy_a".*"pr":` + itoa(prs["deploy_a"]) + `,"by":"octocat"`,
 		`"event":"approval.consumed","schedule_id":"deploy_a"`,
 		`"event":"approval.refused","schedule_id":"deploy_b".*merged by mallory, who may not approve`,
-		`"event":"approval.rejected","schedule_id":"deploy_c".*"error":"not today","pr":` + itoa(prs["deploy_c"]) + `,"by":"octocat"`,
+		`"event":"approval.rejected","schedule_id":"deploy_c".*"pr":` + itoa(prs["deploy_c"]) + `,"by":"octocat".*"comment":"not today"`,
 		`"event":"approval.refused","schedule_id":"deploy_e".*not the commit astra wrote`,
 		`"event":"approval.ignored","schedule_id":"deploy_f".*before pull request #` + itoa(prs["deploy_f"]) + ` was merged`,
 		`"event":"approval.refused","schedule_id":"deploy_g".*not one astra wrote`,
@@ -217,9 +221,9 @@ func checkApprovalPRBody(t *testing.T, srv *githubtest.Server, gh *github.Client
 		t.Fatal(err)
 	}
 	body := pr.GetBody()
-	for _, want := range []string{"deploy_a", "`deployer`", "runs sh tool.sh", "risk high", "not idempotent", "| Safety tier | 2 (external) |",
-		"2026-11-22T09:00:00Z", "Expires | 2026-11-23T09:00:00Z", "role `founder`: octocat, @octo/founders",
-		"safety tier 2 (external)", "task policy for deployer (global) has auto_execute: false", `"api_token": "[REDACTED]"`,
+	for _, want := range []string{"deploy_a", "`deployer`", `runs sh tool\.sh`, "risk high", "not idempotent", "| Safety tier | 2 (external) |",
+		"2026-11-22T09:00:00Z", "Expires | 2026-11-23T09:00:00Z", "role `founder`: octocat\\, @\u200docto\\/founders",
+		`safety tier 2 \(external\)`, `task policy for deployer \(global\) has auto\_execute\: false`, `"api_token": "[REDACTED]"`,
 		"Merge this pull request to approve one run"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("PR body lacks %q:\n%s", want, body)

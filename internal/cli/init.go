@@ -176,6 +176,8 @@ func (a *app) printNext(schedules int, opts scaffold.Options, allWritten bool, n
 		fmt.Fprintln(a.stdout, "Sign approval tokens too (recommended): openssl rand -hex 32 | gh secret set ASTRA_APPROVAL_SECRET")
 	}
 	fmt.Fprintln(a.stdout, "Approval pull requests opened with the default GITHUB_TOKEN do not trigger other workflows; see the README.")
+	fmt.Fprintln(a.stdout, "In a public repository GitHub disables scheduled workflows after 60 days without a commit: astra's pushed ledger commits count, "+
+		"but a repository whose schedules fire rarely (or whose ledger is on a state branch) needs another commit; run-due warns from 50 days.")
 	if note != "" {
 		fmt.Fprintln(a.stdout, note)
 	}

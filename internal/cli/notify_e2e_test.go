@@ -36,7 +36,7 @@ actors:
 		t.Fatalf("%d comments, %v", len(comments), err)
 	}
 	body := comments[0].GetBody()
-	if !strings.Contains(body, "astra ran **note**") || !strings.Contains(body, "all good") || !strings.HasSuffix(body, "<!-- astra:note@2026-11-22T09:00:00Z#1 -->") {
+	if !strings.Contains(body, "astra ran **`note`**") || !strings.Contains(body, "all good") || !strings.HasSuffix(body, "<!-- astra:note@2026-11-22T09:00:00Z#1 -->") {
 		t.Fatalf("comment: %q", body)
 	}
 	if led := ci.ledger(); !matches(led, `"event":"notify.sent","schedule_id":"note".*"status":"ok".*"pr":1`) {

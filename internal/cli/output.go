@@ -139,6 +139,9 @@ func (a *app) printTasks(ts []introspect.Task) error {
 		if t.Error != "" {
 			detail = strings.TrimSpace(detail + " " + t.Error)
 		}
+		if t.Approval != "" {
+			detail = strings.TrimSpace(detail + " (" + oneLine(t.Approval) + ")")
+		}
 		if a.verbose() && t.Output != "" {
 			detail += " | " + strings.ReplaceAll(strings.TrimSpace(t.Output), "\n", " / ")
 		}
@@ -155,8 +158,9 @@ func (a *app) printTasks(ts []introspect.Task) error {
 }
 
 // truncate shortens s to n characters, the last an ellipsis; it never
-// cuts a character in two.
+// cuts a character in two, nor an escape sequence (it is cleaned first).
 func truncate(s string, n int) string {
+	s = ui.Clean(s)
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}

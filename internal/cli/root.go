@@ -57,14 +57,17 @@ type app struct {
 
 // newApp is the state of one invocation. Everything astra prints goes
 // through ui.Writers: what a tool, a name or GitHub said cannot drive the
-// terminal; colour passes only to a terminal, and not under NO_COLOR.
+// terminal, nor, under GitHub Actions, command the runner; colour passes
+// only to a terminal, and not under NO_COLOR.
 func newApp(stdin io.Reader, stdout, stderr io.Writer, environ []string) *app {
 	a := &app{v: viper.New(), stdin: stdin, environ: environ, getenv: lookup(environ), started: time.Now(), tty: isTerminal(stdout),
 		errTTY: isTerminal(stderr)}
-	a.stdout = ui.NewWriter(stdout, a.tty && a.getenv("NO_COLOR") == "")
+	out := ui.NewWriter(stdout, a.tty && a.getenv("NO_COLOR") == "")
 	a.status = ui.NewWriter(stderr, false)
 	a.status.SetLive(a.errTTY)
-	a.stderr = a.status
+	out.SetActions(a.inGitHubActions())
+	a.status.SetActions(a.inGitHubActions())
+	a.stdout, a.stderr = out, a.status
 	return a
 }
 

@@ -2,8 +2,12 @@ package cli
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/astra-gitops/astra/internal/errkind"
+	"github.com/astra-gitops/astra/internal/gitops"
+	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/spf13/cobra"
 )
@@ -52,7 +56,60 @@ func (a *app) runRunDue(ctx context.Context, o runDueOptions) (err error) {
 		return err
 	}
 	rep, err := r.RunDue(ctx)
+	if rep != nil && !rep.DryRun && a.inGitHubActions() {
+		if w := a.inactivity(cfg, rep.Now); w != "" {
+			rep.Warnings = append(rep.Warnings, w)
+		}
+	}
 	return a.finishRun(rep, err)
+}
+
+// GitHub disables the scheduled workflows of a public repository after 60
+// days without activity; run-due warns from inactiveDays.
+const inactiveDays = 50
+
+// inactivity warns when the checked-out branch (the default branch, which
+// the cron runs on) may go 60 days without a commit before astra's next
+// slot: its last commit is inactiveDays old, or the soonest slot of any
+// schedule is more than that after it. A run that pushes its ledger commit
+// to that branch is such a commit; one on a state branch is not.
+func (a *app) inactivity(cfg *model.Config, now time.Time) string {
+	repo, err := gitops.Open(a.gitOptions(""))
+	if err != nil {
+		return ""
+	}
+	last, err := repo.TipTime()
+	if err != nil || last.IsZero() {
+		return ""
+	}
+	var next time.Time
+	for _, sc := range cfg.Schedules {
+		if sc.Spec != nil && sc.Enabled {
+			if t := sc.Spec.Next(now); !t.IsZero() && (next.IsZero() || t.Before(next)) {
+				next = t
+			}
+		}
+	}
+	return inactivityWarning(repo.Branch(), last, now, next)
+}
+
+// inactivityWarning is inactivity's rule: last is the branch's last
+// commit, next the soonest slot (zero: none).
+func inactivityWarning(branch string, last, now, next time.Time) string {
+	const limit = inactiveDays * 24 * time.Hour
+	day := func(t time.Time) string { return t.UTC().Format("2006-01-02") }
+	why := ""
+	switch {
+	case now.Sub(last) >= limit:
+		why = fmt.Sprintf("the last commit on %s was %s, %d days ago", branch, day(last), int(now.Sub(last).Hours()/24))
+	case !next.IsZero() && next.Sub(last) > limit:
+		why = fmt.Sprintf("the last commit on %s was %s and the next slot of any schedule is %s, %d days later, with no commit in between",
+			branch, day(last), day(next), int(next.Sub(last).Hours()/24))
+	default:
+		return ""
+	}
+	return "GitHub disables scheduled workflows in a public repository after 60 days without activity, and " + why +
+		": push a commit to " + branch + " before then (or a keep-alive workflow), or re-enable the workflow in the Actions tab once GitHub disabled it"
 }
 
 func (a *app) runDueCmd() *cobra.Command {

@@ -82,6 +82,13 @@ func TestScripts(t *testing.T) {
 			}
 			env.Setenv("SIDE_DIR", side)
 			env.Setenv("ASTRA_SANDBOX_WRITABLE", side)
+			// Every ledger a script leaves is checked against the
+			// published schema of ledger events.
+			env.Defer(func() {
+				if err := checkLedgerSchema(env.WorkDir); err != nil {
+					env.T().Fatal(err)
+				}
+			})
 			return setupScriptEnv(env)
 		},
 		Condition: func(cond string) (bool, error) {

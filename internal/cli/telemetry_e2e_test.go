@@ -25,7 +25,8 @@ import (
 // set, as a triggering system would) against a real OTLP/HTTP receiver and
 // decodes what the SDK sent: the run continues the incoming trace, the
 // task is its child with the span id its tool received, the chained step
-// is the task's child, and no secret reaches the receiver.
+// is the task's child, every task span carries its autonomy level and a
+// failed one its error.type, and no secret reaches the receiver.
 func TestTraceOfARun(t *testing.T) {
 	url, received := otlpReceiver(t)
 
@@ -88,7 +89,15 @@ actors:
 	if step.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR || task.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR {
 		t.Errorf("statuses: task %v, failed step %v", task.Status, step.Status)
 	}
-	checkAttributes(t, task, map[string]string{"astra.schedule.id": "fetch", "astra.tool": "show", "astra.action": "ran"})
+	checkAttributes(t, task, map[string]string{"astra.schedule.id": "fetch", "astra.tool": "show", "astra.action": "ran", "astra.autonomy": "L3"})
+	// The failed step says why in OpenTelemetry's terms: error.type is
+	// its reason word; a span that did not fail has none.
+	checkAttributes(t, step, map[string]string{"error.type": "exit", "astra.autonomy": "L3"})
+	for _, kv := range task.Attributes {
+		if kv.Key == "error.type" {
+			t.Errorf("a task that ran has error.type %s", kv.Value)
+		}
+	}
 }
 
 func keys[V any](m map[string]V) []string {

@@ -434,6 +434,37 @@ func (c *Client) ClosePullRequest(ctx context.Context, number int, comment strin
 	return nil
 }
 
+// RequestReviewers asks GitHub for the review of members on pull request
+// number: logins, and teams as @org/team. GitHub takes teams of the
+// repository's owner only; one of another organisation is left out and
+// named in the error, after the others were asked. A request made twice
+// changes nothing, so it is retried.
+func (c *Client) RequestReviewers(ctx context.Context, number int, members []string) error {
+	var users, teams, foreign []string
+	for _, m := range members {
+		org, slug, isTeam := strings.Cut(strings.TrimPrefix(m, "@"), "/")
+		switch {
+		case !isTeam:
+			users = append(users, org)
+		case strings.EqualFold(org, c.owner):
+			teams = append(teams, slug)
+		default:
+			foreign = append(foreign, m)
+		}
+	}
+	if len(users) > 0 || len(teams) > 0 {
+		_, _, err := c.gh.PullRequests.RequestReviewers(retryablePOST(ctx), c.owner, c.repo, number,
+			github.ReviewersRequest{Reviewers: users, TeamReviewers: teams})
+		if err != nil {
+			return c.fail(err, "request the review of %s on #%d", strings.Join(append(users, teams...), ", "), number)
+		}
+	}
+	if len(foreign) > 0 {
+		return c.failf("request the review of %s on #%d: GitHub requests reviews from teams of %s only", strings.Join(foreign, ", "), number, c.owner)
+	}
+	return nil
+}
+
 // addLabels adds labels to an issue or pull request in the body form
 // GitHub's description documents, {"labels": [...]} (go-github's
 // AddLabelsToIssue sends a bare array, which GitHub accepts but does not

@@ -281,6 +281,20 @@ func (r *Repo) Head() (string, error) {
 	return h.String(), nil
 }
 
+// TipTime is when the tip of astra's local branch was committed (zero when
+// the branch has no commit yet).
+func (r *Repo) TipTime() (time.Time, error) {
+	h, err := r.tip()
+	if err != nil || h.IsZero() {
+		return time.Time{}, err
+	}
+	c, err := r.repo.CommitObject(h)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read commit %s: %w", h, err)
+	}
+	return c.Committer.When.UTC(), nil
+}
+
 // tip is the local branch tip, zero when the branch does not exist yet.
 func (r *Repo) tip() (plumbing.Hash, error) {
 	ref, err := r.st.Reference(r.branch)

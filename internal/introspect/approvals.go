@@ -18,7 +18,11 @@ type Approval struct {
 	Name       string    `json:"name"`
 	Tier       int       `json:"tier"`
 	Slot       time.Time `json:"slot,omitzero"`
+	Key        string    `json:"idempotency_key,omitempty"`
 	Status     string    `json:"status"`
+	By         string    `json:"by,omitempty"`      // who approved it, once approved
+	Comment    string    `json:"comment,omitempty"` // what they said
+	Draft      string    `json:"draft,omitempty"`   // the L1 dry run's output the approver is asked to approve (Drafts)
 	PR         int       `json:"pr,omitempty"`
 	URL        string    `json:"url,omitempty"`
 	Requested  time.Time `json:"requested_at,omitzero"`
@@ -58,7 +62,8 @@ func Approvals(cfg *model.Config, st *state.State, root string, repo Repository,
 			a.Why = strings.Join(cfg.Policies.ApprovalReasons(s, tool), "; ")
 		}
 		if req != nil {
-			a.Slot, a.Status, a.PR, a.Requested, a.Expires = req.Slot, req.Status, req.PR, req.RequestedAt, req.ExpiresAt
+			a.Key, a.Slot, a.Status, a.PR, a.Requested, a.Expires = req.Key, req.Slot, req.Status, req.PR, req.RequestedAt, req.ExpiresAt
+			a.By, a.Comment = req.By, req.Comment
 			a.Age = max(0, now.Sub(req.RequestedAt)).Round(time.Minute).String()
 			a.URL = repo.PullURL(req.PR)
 		}

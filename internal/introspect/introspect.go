@@ -35,6 +35,9 @@ type Task struct {
 	Usage      ledger.Usage `json:"usage,omitzero"`
 	Error      string       `json:"error,omitempty"`
 	Output     string       `json:"output,omitempty"`
+	// Approval is who approved the run and what they said, when the
+	// approval is in the same ledger file as the run's claim.
+	Approval string `json:"approval,omitempty"`
 }
 
 // Query selects tasks.

@@ -109,7 +109,8 @@ type fileTasks struct {
 // file's outcome.
 func fold(root string, seg ledger.Segment, q Query, since time.Time, stop <-chan struct{}) *fileTasks {
 	f := &fileTasks{orphans: map[string]Task{}}
-	open := map[string]Task{} // claims without an outcome yet, by run id
+	open := map[string]Task{}        // claims without an outcome yet, by run id
+	approvals := map[string]string{} // who approved a slot and why, by idempotency key
 	n := 0
 	_, f.err = ledger.Scan(root, []ledger.Segment{seg}, ledger.ScanOptions{Workers: 1, Ahead: 8, SkipOutput: !q.Output}, func(e *ledger.Event) error {
 		if n++; n%4096 == 0 {
@@ -126,8 +127,17 @@ func fold(root string, seg ledger.Segment, q Query, since time.Time, stop <-chan
 		switch e.Event {
 		case ledger.RunClaimed:
 			t := fromEvent(e)
-			t.Status = "running"
+			t.Status, t.Approval = "running", approvals[e.IdempotencyKey]
 			open[id] = t
+		case ledger.ApprovalApproved:
+			approvals[e.IdempotencyKey] = decided("approved", e)
+		case ledger.ApprovalRejected:
+			if !q.wants("skipped") {
+				return nil
+			}
+			t := fromEvent(e)
+			t.Status, t.Reason, t.Approval, t.Ended = "skipped", ledger.ReasonRejected, decided("rejected", e), e.TS
+			f.tasks = append(f.tasks, t)
 		case ledger.RunCompleted, ledger.RunFailed:
 			status := "completed"
 			if e.Event == ledger.RunFailed {
@@ -167,6 +177,38 @@ func fold(root string, seg ledger.Segment, q Query, since time.Time, stop <-chan
 }
 
 var errStopped = errors.New("stopped")
+
+// decided says who approved or rejected a slot and, when they said, why.
+func decided(verb string, e *ledger.Event) string {
+	s := verb + " by " + e.By
+	if e.Comment != "" {
+		s += ": " + e.Comment
+	}
+	return s
+}
+
+// Drafts are the dry runs' output the approval requests of keys carry
+// (approval.requested of an L1 schedule), by idempotency key, read from
+// the ledger files since since.
+func Drafts(store *ledger.Store, since time.Time, keys map[string]bool) (map[string]string, error) {
+	out := map[string]string{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	segs, err := store.Segments()
+	if err != nil {
+		return nil, err
+	}
+	from := ledger.Month(since)
+	segs = segs[sort.Search(len(segs), func(i int) bool { return segs[i].Month >= from }):]
+	_, err = ledger.Scan(store.Root(), segs, ledger.ScanOptions{}, func(e *ledger.Event) error {
+		if e.Event == ledger.ApprovalRequested && keys[e.IdempotencyKey] && e.Output != "" {
+			out[e.IdempotencyKey] = e.Output
+		}
+		return nil
+	})
+	return out, err
+}
 
 // backReader folds files from the newest back: the newest alone (a
 // bounded query often needs no more), then as many at a time as there are

@@ -64,6 +64,7 @@ func AppendJSON(dst []byte, e *Event) []byte {
 	dst = appendStringField(dst, `,"by":`, e.By, false)
 	dst = appendTimeField(dst, `,"expires_at":`, e.ExpiresAt, false)
 	dst = appendStringField(dst, `,"payload_hash":`, e.PayloadHash, false)
+	dst = appendStringField(dst, `,"comment":`, e.Comment, false)
 	dst = appendTimeField(dst, `,"retry_at":`, e.RetryAt, false)
 	dst = appendStringField(dst, `,"runner":`, e.Runner, false)
 	dst = appendStringField(dst, `,"period":`, e.Period, false)
@@ -278,7 +279,7 @@ func (s *scanner) errorf(format string, args ...any) error {
 // only in case (encoding/json would match those; we would not).
 var fieldNames = []string{"seq", "ts", "clock", "event", "schedule_id", "slot", "idempotency_key", "actor", "tenant", "tool",
 	"tier", "autonomy", "status", "reason", "trace_id", "scheduled_vs_manual", "attempt", "usage", "output", "error", "pr", "by",
-	"expires_at", "payload_hash", "retry_at", "runner", "period", "threshold", "spent_usd", "limit_usd", "detail", "prev"}
+	"expires_at", "payload_hash", "comment", "retry_at", "runner", "period", "threshold", "spent_usd", "limit_usd", "detail", "prev"}
 
 func (s *scanner) event(d *decoder, e *Event) (prev []byte, err error) {
 	if err := s.expect('{'); err != nil {
@@ -353,6 +354,8 @@ func (s *scanner) event(d *decoder, e *Event) (prev []byte, err error) {
 			e.ExpiresAt, err = s.time()
 		case "payload_hash":
 			e.PayloadHash, err = s.str(d, false)
+		case "comment":
+			e.Comment, err = s.str(d, false)
 		case "retry_at":
 			e.RetryAt, err = s.time()
 		case "runner":

@@ -231,6 +231,9 @@ type Event struct {
 	By          string    `json:"by,omitempty"`
 	ExpiresAt   time.Time `json:"expires_at,omitempty"`
 	PayloadHash string    `json:"payload_hash,omitempty"`
+	// Comment is what the person who approved or rejected said
+	// (--reason), in their words: no reason word, never parsed.
+	Comment string `json:"comment,omitempty"`
 
 	// Retries and claims.
 	RetryAt time.Time `json:"retry_at,omitempty"`

@@ -30,7 +30,7 @@ func sample(i int) *Event {
 		Tool: "deploy_to_vercel", Tier: 2, Autonomy: "L2", Status: "ok", Reason: ReasonBudgetExceeded, TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
 		Mode: ModeScheduled, Attempt: 2, Usage: Usage{Tokens: 1200, Cost: 12_500, WallClockMS: 2300, ToolCalls: 3},
 		Output: "line one\nquote \" backslash \\ tab\t <html> & ünïcødé \u2028 \x01 end", Error: "exit status 1",
-		PR: 42, By: "octocat", ExpiresAt: slot.Add(24 * time.Hour), PayloadHash: "sha256:abcd", RetryAt: slot.Add(5 * time.Second),
+		PR: 42, By: "octocat", ExpiresAt: slot.Add(24 * time.Hour), PayloadHash: "sha256:abcd", Comment: "freeze \"until\" Monday\n", RetryAt: slot.Add(5 * time.Second),
 		Runner: "gh-123-1", Period: "day", Threshold: 0.8, Spent: 4_250_000, Limit: 5 * money.Dollar, Detail: json.RawMessage(`{"a": [1, 2, {"b": null}]}`),
 		Prev: strings.Repeat("ab", 32),
 	}

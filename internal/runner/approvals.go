@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,8 @@ type Forge interface {
 	FileAt(ctx context.Context, ref, path string) ([]byte, error)
 	// IsApprover answers team membership for roles that name @org/team.
 	IsApprover(ctx context.Context, login string, allowed []string) (bool, error)
+	// RequestReviewers asks logins and @org/teams for their review.
+	RequestReviewers(ctx context.Context, number int, members []string) error
 }
 
 // The trust model (docs/security.md, "Approvals verified at use, binding
@@ -131,13 +134,9 @@ func (s *session) closed(ctx context.Context, sc *model.Schedule, req *state.App
 		return s.refuseRequest(sc, req, reasonNotApprover, pr.ClosedBy, fmt.Sprintf("pull request #%d was closed by %s, who may not reject (%s); a closed pull request can no longer be merged, "+
 			"so the request ends and the next slot asks again", pr.Number, orUnknown(pr.ClosedBy), d.Reason))
 	}
-	reason := pr.CloseComment
-	if reason == "" {
-		reason = "pull request closed without merging"
-	}
 	ev := s.approvalEvent(ledger.ApprovalRejected, ledger.StatusRejected, sc, req)
-	ev.By, ev.PR, ev.Error = pr.ClosedBy, pr.Number, s.r.opts.Redact.String(reason)
-	s.note(sc, ev, fmt.Sprintf("rejected by %s: %s", pr.ClosedBy, ev.Error))
+	ev.By, ev.PR, ev.Comment = pr.ClosedBy, pr.Number, s.r.opts.Redact.String(pr.CloseComment)
+	s.note(sc, ev, fmt.Sprintf("rejected by %s: %s", pr.ClosedBy, cmp.Or(ev.Comment, "pull request closed without merging")))
 	return s.record(ev)
 }
 

@@ -9,64 +9,69 @@ import (
 	"time"
 
 	"github.com/astra-gitops/astra/internal/approval"
+	"github.com/astra-gitops/astra/internal/markdown"
 	"github.com/astra-gitops/astra/internal/model"
 )
 
 // approvalBody is the pull request text: in plain words, what will run,
 // with which payload and event (secrets redacted), as whom, why it needs a
-// human, who may approve, and what a dry run showed.
+// human, who may approve, and what a dry run showed. What astra did not
+// write itself (names, the description, reasons, commands, payload, the
+// draft's output) goes through package markdown: it shows as written and
+// cannot add a heading, a link, an image or a mention to the request.
 func approvalBody(r *Runner, rq *request) string {
 	sc, tool := rq.sched, rq.tool
 	var b strings.Builder
 	if rq.rollback {
-		fmt.Fprintf(&b, "astra wants to run the **rollback** of %s's run `%s` (the tool's compensating command) and needs a human decision.\n\n",
-			sc.Name, strings.TrimSuffix(rq.key, rollbackSuffix))
+		fmt.Fprintf(&b, "astra wants to run the **rollback** of %s's run %s (the tool's compensating command) and needs a human decision.\n\n",
+			markdown.Code(sc.Name), markdown.Code(strings.TrimSuffix(rq.key, rollbackSuffix)))
 	} else {
-		fmt.Fprintf(&b, "astra wants to run **%s** and needs a human decision.\n\n", sc.Name)
+		fmt.Fprintf(&b, "astra wants to run **%s** and needs a human decision.\n\n", markdown.Code(sc.Name))
 	}
 	if sc.Description != "" {
-		fmt.Fprintf(&b, "> %s\n\n", r.opts.Redact.String(sc.Description))
+		fmt.Fprintf(&b, "> %s\n\n", markdown.Text(r.opts.Redact.String(sc.Description)))
 	}
 	b.WriteString("**Merge this pull request to approve one run. Close it to reject.**\n\n")
 	b.WriteString("| | |\n|---|---|\n")
 	row := func(k, v string) { fmt.Fprintf(&b, "| %s | %s |\n", k, strings.ReplaceAll(v, "|", "\\|")) }
-	row("Schedule", fmt.Sprintf("`%s` (`%s`)", sc.Name, sc.ID))
+	row("Schedule", fmt.Sprintf("%s (%s)", markdown.Code(sc.Name), markdown.Code(sc.ID)))
 	if sc.Tenant != "" {
-		row("Tenant", sc.Tenant)
+		row("Tenant", markdown.Code(sc.Tenant))
 	}
-	row("Tool", fmt.Sprintf("`%s` (%s)", tool.Name, toolSummary(r, tool)))
-	row("Actor", fmt.Sprintf("`%s`, autonomy %s", sc.Actor, sc.Autonomy))
+	row("Tool", fmt.Sprintf("%s (%s)", markdown.Code(tool.Name), markdown.Text(toolSummary(r, tool))))
+	row("Actor", fmt.Sprintf("%s, autonomy %s", markdown.Code(sc.Actor), sc.Autonomy))
 	row("Safety tier", fmt.Sprintf("%d (%s)", sc.SafetyTier, sc.SafetyTier))
 	row("Slot", rq.slot.UTC().Format(time.RFC3339)+" ("+rq.mode+")")
-	row("Idempotency key", "`"+rq.key+"`")
+	row("Idempotency key", markdown.Code(rq.key))
 	row("Expires", rq.expires.UTC().Format(time.RFC3339)+" (after that the request is closed and the next slot asks again)")
 	row("Who may approve", whoMayApprove(r.cfg, sc))
 	b.WriteString("\n**Why approval is needed**\n\n")
 	for _, reason := range rq.reasons {
-		fmt.Fprintf(&b, "- %s\n", reason)
+		fmt.Fprintf(&b, "- %s\n", markdown.Text(reason))
 	}
 	payload, _ := json.MarshalIndent(r.opts.Redact.Payload(sc.Payload), "", "  ")
-	fmt.Fprintf(&b, "\n**Payload** (secrets redacted)\n\n```json\n%s\n```\n", payload)
+	fmt.Fprintf(&b, "\n**Payload** (secrets redacted)\n\n%s", markdown.Fence("json", string(payload)))
 	if len(rq.event) > 0 {
 		var ev bytes.Buffer
 		if json.Indent(&ev, rq.event, "", "  ") != nil {
 			ev.Write(rq.event)
 		}
-		fmt.Fprintf(&b, "\n**Event** (the tool receives exactly this as `ASTRA_EVENT`)\n\n```json\n%s\n```\n", ev.String())
+		fmt.Fprintf(&b, "\n**Event** (the tool receives exactly this as `ASTRA_EVENT`)\n\n%s", markdown.Fence("json", ev.String()))
 	}
 	actionSection(&b, r, rq)
 	if d := rq.draft; d != nil {
 		b.WriteString("\n**Dry run (L1 Draft)**\n\n")
 		switch {
 		case d.WouldRun != "":
-			fmt.Fprintf(&b, "The tool cannot dry-run; it would run:\n\n```\n%s\n```\n", d.WouldRun)
+			fmt.Fprintf(&b, "The tool cannot dry-run; it would run:\n\n%s", markdown.Fence("", d.WouldRun))
 		default:
-			fmt.Fprintf(&b, "Status `%s`. Output:\n\n```\n%s\n```\n", d.Status, strings.TrimSpace(d.Output))
+			fmt.Fprintf(&b, "Status %s. Output:\n\n%s", markdown.Code(string(d.Status)), markdown.Fence("", strings.TrimSpace(d.Output)))
 		}
 	}
-	fmt.Fprintf(&b, "\n<sub>Requested by astra run `%s`, trace `%s`. The token file in this pull request binds this run and the action above; "+
+	fmt.Fprintf(&b, "\n<sub>Requested by astra run %s, trace `%s`. The token file in this pull request binds this run and the action above; "+
 		"astra recorded its exact hash and this pull request's head commit, so an edited token or an extra commit approves nothing. "+
-		"Only a merge by someone allowed to approve counts, and astra checks it again, with the action, right before the run.</sub>\n", r.opts.RunnerID, rq.traceID)
+		"Only a merge by someone allowed to approve counts, and astra checks it again, with the action, right before the run.</sub>\n",
+		markdown.Code(r.opts.RunnerID), rq.traceID)
 	return b.String()
 }
 
@@ -82,11 +87,13 @@ func actionSection(b *strings.Builder, r *Runner, rq *request) {
 	}
 	switch tool.Kind {
 	case model.KindExec:
-		fmt.Fprintf(b, "- Tool `%s` (%s) %s `%s`; its whole entry in policies\n", tool.Name, tool.Kind, what, r.opts.Redact.String(strings.Join(argv, " ")))
+		fmt.Fprintf(b, "- Tool %s (%s) %s %s; its whole entry in policies\n", markdown.Code(tool.Name), tool.Kind, what,
+			markdown.Code(r.opts.Redact.String(strings.Join(argv, " "))))
 	case model.KindHTTP:
-		fmt.Fprintf(b, "- Tool `%s` (%s): %s %s; its whole entry in policies\n", tool.Name, tool.Kind, orPOST(tool.Method), r.opts.Redact.String(tool.URL))
+		fmt.Fprintf(b, "- Tool %s (%s): %s %s; its whole entry in policies\n", markdown.Code(tool.Name), tool.Kind, markdown.Text(orPOST(tool.Method)),
+			markdown.Code(r.opts.Redact.String(tool.URL)))
 	default:
-		fmt.Fprintf(b, "- Tool `%s` (%s); its whole entry in policies\n", tool.Name, tool.Kind)
+		fmt.Fprintf(b, "- Tool %s (%s); its whole entry in policies\n", markdown.Code(tool.Name), tool.Kind)
 	}
 	if len(a.Files) == 0 {
 		b.WriteString("- Files: the tool runs no file of this repository\n")
@@ -97,14 +104,14 @@ func actionSection(b *strings.Builder, r *Runner, rq *request) {
 	}
 	slices.Sort(paths)
 	for _, p := range paths {
-		fmt.Fprintf(b, "- File `%s`, blob `%s` (`git rev-parse HEAD:%s`)\n", p, a.Files[p], p)
+		fmt.Fprintf(b, "- File %s, blob `%s` (%s)\n", markdown.Code(p), a.Files[p], markdown.Code("git rev-parse HEAD:"+p))
 	}
 	fmt.Fprintf(b, "- Payload and event (above), `%s`\n", a.Components[approval.CompPayload])
 	scopes := "none"
 	if actor := r.cfg.Policies.Actor(sc.Actor); actor != nil && len(actor.Scopes) > 0 {
 		scopes = strings.Join(actor.Scopes, ", ")
 	}
-	fmt.Fprintf(b, "- Actor `%s`, scopes %s, autonomy %s\n", sc.Actor, scopes, sc.Autonomy.Short())
+	fmt.Fprintf(b, "- Actor %s, scopes %s, autonomy %s\n", markdown.Code(sc.Actor), markdown.Text(scopes), sc.Autonomy.Short())
 	fmt.Fprintf(b, "- Schedule definition `%s`\n", a.Components[approval.CompSchedule])
 	fmt.Fprintf(b, "- astra %s\n", a.Version)
 	fmt.Fprintf(b, "\nAction `%s`.\n", a.Hash)
@@ -125,7 +132,7 @@ func whoMayApprove(cfg *model.Config, sc *model.Schedule) string {
 	}
 	parts := make([]string, len(roles))
 	for i, role := range roles {
-		parts[i] = fmt.Sprintf("role `%s`: %s", role, strings.Join(cfg.Policies.Roles[role], ", "))
+		parts[i] = fmt.Sprintf("role %s: %s", markdown.Code(role), markdown.Text(strings.Join(cfg.Policies.Roles[role], ", ")))
 	}
 	return strings.Join(parts, "; ")
 }

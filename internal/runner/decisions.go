@@ -116,7 +116,7 @@ func (r *Runner) Reject(ctx context.Context, sc *model.Schedule, id identity.Ide
 		}
 		s.dropToken(sc.ID)
 		ev := s.approvalEvent(ledger.ApprovalRejected, ledger.StatusRejected, sc, req)
-		ev.By, ev.PR, ev.Error = by(id), req.PR, reason
+		ev.By, ev.PR, ev.Comment = by(id), req.PR, s.r.opts.Redact.String(reason)
 		return []*ledger.Event{ev}, nil
 	})
 }

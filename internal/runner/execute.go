@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -134,7 +133,8 @@ func (s *session) startSpan(ctx context.Context, t *task) (context.Context, *tel
 		telemetry.Attrs(telemetry.AttrScheduleID, sc.ID, telemetry.AttrScheduleName, sc.Name, telemetry.AttrTenant, sc.Tenant,
 			telemetry.AttrSlot, t.slot, telemetry.AttrIdempotencyKey, t.key, telemetry.AttrRunID, t.runID(),
 			telemetry.AttrAttempt, t.attempt, telemetry.AttrMode, t.mode, telemetry.AttrTool, sc.TargetTool,
-			telemetry.AttrTier, int(sc.SafetyTier), telemetry.AttrActor, sc.Actor, telemetry.AttrDryRun, s.r.opts.DryRun))
+			telemetry.AttrTier, int(sc.SafetyTier), telemetry.AttrAutonomy, sc.Autonomy.Short(), telemetry.AttrActor, sc.Actor,
+			telemetry.AttrDryRun, s.r.opts.DryRun))
 }
 
 // endSpan ends t's span with what happened to it.
@@ -147,7 +147,7 @@ func (s *session) endSpan(span *telemetry.Span, t *task) {
 		telemetry.AttrUsageToolCalls, o.Usage.ToolCalls)
 	var err error
 	if o.Action == ActionFailed {
-		err = errors.New(o.Detail)
+		err = telemetry.Failure(o.Reason, o.Detail)
 	}
 	span.End(err)
 }

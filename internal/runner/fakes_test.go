@@ -295,6 +295,8 @@ type fakeForge struct {
 	filesErr    error
 	files       map[int][]forge.PRFile // what a pull request changes, when not only its token
 	merged      map[string][]byte      // token bytes at each merge commit
+	reviewers   []string               // whose review was requested
+	reviewErr   error                  // RequestReviewers fails with it
 }
 
 func newForge() *fakeForge {
@@ -321,6 +323,16 @@ func (f *fakeForge) EnsureApprovalPR(ctx context.Context, req forge.ApprovalRequ
 	f.prs[n] = pr
 	f.tokens[n] = req.Token(n)
 	return *pr, true, nil
+}
+
+func (f *fakeForge) RequestReviewers(ctx context.Context, number int, members []string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.reviewErr != nil {
+		return f.reviewErr
+	}
+	f.reviewers = append(f.reviewers, members...)
+	return nil
 }
 
 func (f *fakeForge) PullRequest(ctx context.Context, number int) (forge.PR, error) {

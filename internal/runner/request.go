@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,7 +97,7 @@ func (s *session) openPR(ctx context.Context, rq *request, ev *ledger.Event) {
 	if rq.rollback {
 		title = fmt.Sprintf("astra: approve the rollback of %s (%s)", sc.Name, strings.TrimSuffix(rq.key, rollbackSuffix))
 	}
-	pr, _, err := s.r.forge.EnsureApprovalPR(ctx, forge.ApprovalRequest{
+	pr, created, err := s.r.forge.EnsureApprovalPR(ctx, forge.ApprovalRequest{
 		ScheduleID: sc.ID, Title: title, Body: approvalBody(s.r, rq), Labels: rq.labels(), Path: approval.Path(sc.ID), Token: tokenFor,
 	})
 	if err != nil {
@@ -108,6 +109,31 @@ func (s *session) openPR(ctx context.Context, rq *request, ev *ledger.Event) {
 	ev.PR, rq.url = pr.Number, pr.URL
 	ev.Detail = detail(state.ApprovalDetail{Token: approval.Hash(tokenFor(pr.Number)), Branch: forge.ApprovalBranch(sc.ID), Head: pr.HeadSHA,
 		Action: rq.action.Encode(), Event: rq.event, Rollback: rq.rollback})
+	if created {
+		s.requestReview(ctx, rq, ev, pr.Number)
+	}
+}
+
+// requestReview asks the members of the roles that may approve rq for
+// their review of its pull request. A failure is a warning recorded with
+// the request: the pull request is open, and approvers can find it.
+func (s *session) requestReview(ctx context.Context, rq *request, ev *ledger.Event, number int) {
+	var members []string
+	for _, role := range s.r.cfg.Policies.RolesFor(model.VerbApprove, approverRole(s.r.cfg, rq.sched)) {
+		for _, m := range s.r.cfg.Policies.Roles[role] {
+			if !slices.Contains(members, m) {
+				members = append(members, m)
+			}
+		}
+	}
+	if len(members) == 0 {
+		return
+	}
+	if err := s.r.forge.RequestReviewers(ctx, number, members); err != nil {
+		msg := "review not requested: " + s.r.opts.Redact.String(err.Error())
+		ev.Error += "; " + msg
+		s.report.Warnings = append(s.report.Warnings, rq.sched.Name+": "+msg)
+	}
 }
 
 // requestExpiry is slot + ttl, so every runner writes the same token for

@@ -11,6 +11,7 @@ import (
 
 	"github.com/astra-gitops/astra/internal/executor"
 	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/markdown"
 	"github.com/astra-gitops/astra/internal/memory"
 	"github.com/astra-gitops/astra/internal/model"
 )
@@ -40,8 +41,8 @@ func (s *session) route(ctx context.Context, t *task, res executor.Result) {
 func (s *session) notify(ctx context.Context, t *task, res executor.Result) {
 	rr := t.sched.ResultRoute
 	ev := t.event(ledger.NotifySent, ledger.StatusOK)
-	body := fmt.Sprintf("astra ran **%s** (`%s`, %s)\n\n```\n%s\n```\n", t.sched.Name, t.runID(), t.slot.UTC().Format(time.RFC3339),
-		strings.TrimSpace(s.r.tail(res.Output)))
+	body := fmt.Sprintf("astra ran **%s** (%s, %s)\n\n%s", markdown.Code(t.sched.Name), markdown.Code(t.runID()), t.slot.UTC().Format(time.RFC3339),
+		markdown.Fence("", strings.TrimSpace(s.r.tail(res.Output))))
 	var err error
 	switch {
 	case rr.Issue > 0 && s.r.opts.Notify == nil:

@@ -173,7 +173,7 @@ func (s *session) signed(ctx context.Context, sc *model.Schedule, req *state.App
 	}
 	ev := s.approvalEvent(ledger.ApprovalApproved, ledger.StatusApproved, sc, req)
 	ev.Slot, ev.IdempotencyKey, ev.PayloadHash = tok.Slot, tok.IdempotencyKey, tok.PayloadHash
-	ev.By, ev.ExpiresAt = tok.ApprovedBy, tok.ExpiresAt
+	ev.By, ev.ExpiresAt, ev.Comment = tok.ApprovedBy, tok.ExpiresAt, s.r.opts.Redact.String(tok.Comment)
 	ev.Detail = detail(state.ApprovalDetail{Token: h, Action: tok.Action.Encode(), Event: event, Via: state.ViaSignature, Signer: key.Fingerprint(), Rollback: rollback,
 		Proof: compactJSON(tok.Encode())})
 	s.note(sc, ev, fmt.Sprintf("approved by %s (signed with %s, %s)", tok.ApprovedBy, key.Fingerprint(), d.Reason))

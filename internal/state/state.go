@@ -222,6 +222,7 @@ type Approval struct {
 	RequestedAt time.Time       `json:"requested_at"`
 	ExpiresAt   time.Time       `json:"expires_at"`
 	By          string          `json:"by,omitempty"`
+	Comment     string          `json:"comment,omitempty"`  // what the approver said (--reason)
 	Via         string          `json:"via,omitempty"`      // how it was approved: pull-request | signature
 	Signer      string          `json:"signer,omitempty"`   // the fingerprint of the approver's key (via signature)
 	Proof       json.RawMessage `json:"proof,omitempty"`    // the signed token (via signature), checked again at use
@@ -715,7 +716,7 @@ func (s *State) approved(e *ledger.Event) {
 			Event: d.Event, Rollback: d.Rollback}
 		s.Approvals[e.ScheduleID] = a
 	}
-	a.Status, a.By, a.Via, a.Signer = ledger.StatusApproved, e.By, d.Via, d.Signer
+	a.Status, a.By, a.Via, a.Signer, a.Comment = ledger.StatusApproved, e.By, d.Via, d.Signer, e.Comment
 	if e.PR != 0 {
 		a.PR = e.PR
 	}

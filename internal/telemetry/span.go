@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/astra-gitops/astra/internal/errkind"
 )
 
 // Span attribute names: stable, under astra's own prefix.
@@ -31,6 +34,11 @@ const (
 	AttrUsageCostUSD   = "astra.usage.cost_usd"
 	AttrUsageToolCalls = "astra.usage.tool_calls"
 	AttrDryRun         = "astra.dry_run"
+	AttrAutonomy       = "astra.autonomy" // the schedule's autonomy level, L0..L3
+	// AttrErrorType is OpenTelemetry's error.type: on a failed span, the
+	// class of the failure (a run's reason word, exit or lost; an
+	// error's kind, usage or infrastructure), "_OTHER" when it has none.
+	AttrErrorType = "error.type"
 )
 
 // StartOption adjusts a span started by Start.
@@ -157,15 +165,37 @@ func (s *Span) SetAttrs(kv ...any) {
 }
 
 // End ends the span; a non-nil err marks it failed with err's redacted
-// message.
+// message and its error.type (ErrorType).
 func (s *Span) End(err error) {
 	if !s.recording() {
 		return
 	}
 	if err != nil {
 		s.span.SetStatus(codes.Error, s.t.redact(err.Error()))
+		s.span.SetAttributes(attribute.String(AttrErrorType, ErrorType(err)))
 	}
 	s.span.End()
+}
+
+// Failure is an error of class typ (a run's reason word) for End.
+func Failure(typ, msg string) error { return &failure{typ, msg} }
+
+type failure struct{ typ, msg string }
+
+func (f *failure) Error() string { return f.msg }
+
+// ErrorType is err's error.type: a Failure's class, else its errkind
+// (usage, refused, ledger, infrastructure, failed), else "_OTHER", as the
+// semantic conventions name an error of no known class.
+func ErrorType(err error) string {
+	var f *failure
+	switch {
+	case errors.As(err, &f) && f.typ != "":
+		return f.typ
+	case errkind.Of(err) != nil:
+		return errkind.Of(err).Error()
+	}
+	return "_OTHER"
 }
 
 // TraceParent is the span's W3C traceparent ("00-<trace>-<span>-<flags>").

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -18,6 +19,8 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/astra-gitops/astra/internal/errkind"
 )
 
 const (
@@ -512,6 +515,25 @@ func TestParseTraceParent(t *testing.T) {
 		trace, span, ok := ParseTraceParent(tc.in)
 		if trace != tc.trace || span != tc.span || ok != (tc.trace != "") {
 			t.Errorf("ParseTraceParent(%q) = %q, %q, %v", tc.in, trace, span, ok)
+		}
+	}
+}
+
+// TestErrorType: a failed span's error.type is a run's reason word, else
+// the error's kind, else "_OTHER".
+func TestErrorType(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{Failure("exit", "exit status 1"), "exit"},
+		{fmt.Errorf("wrapped: %w", Failure("budget_exceeded", "over")), "budget_exceeded"},
+		{errkind.Infraf("GitHub answered 502"), "infrastructure"},
+		{errkind.Usagef("no such schedule"), "usage"},
+		{errors.New("plain"), "_OTHER"},
+	} {
+		if got := ErrorType(c.err); got != c.want {
+			t.Errorf("ErrorType(%v) = %q, want %q", c.err, got, c.want)
 		}
 	}
 }

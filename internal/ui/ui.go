@@ -15,13 +15,16 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 )
 
 // Clean returns s fit for a terminal or a log: escape sequences (CSI, OSC,
 // DCS and the others) removed whole, every other C0 control except
 // newline and tab removed, DEL and the C1 controls (U+0080-U+009F) removed,
-// invalid UTF-8 replaced by U+FFFD.
+// the bidirectional embeddings, overrides and isolates (U+202A-U+202E,
+// U+2066-U+2069), which reorder what a reader sees, removed, invalid UTF-8
+// replaced by U+FFFD.
 func Clean(s string) string {
 	for i := 0; i < len(s); i++ {
 		if b := s[i]; (b < 0x20 && b != '\n' && b != '\t') || b >= 0x7f {
@@ -41,6 +44,11 @@ type Writer struct {
 	colour  bool
 	pending []byte // an escape sequence or a UTF-8 character not yet complete
 	buf     []byte
+	scratch []byte // neutralise's output buffer, swapped with buf
+
+	actions bool // a GitHub Actions log: no line becomes a workflow command
+	body    bool // the line so far holds more than blanks (for actions)
+	hashes  int  // how many '#' the output ends with, up to 2 (for actions)
 
 	live   bool   // a terminal: a status line may be drawn (SetLive)
 	status string // the status line, "" for none
@@ -64,6 +72,9 @@ func (w *Writer) Write(p []byte) (int, error) {
 	var n int
 	w.buf, n = clean(w.buf[:0], src, w.colour, false)
 	w.pending = append(w.pending[:0:0], src[n:]...)
+	if w.actions {
+		w.buf = w.neutralise(w.buf)
+	}
 	if len(w.buf) > 0 {
 		if w.shown { // the text goes where the status line was; it follows
 			w.buf = append([]byte(eraseLine), w.buf...)
@@ -79,6 +90,76 @@ func (w *Writer) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// SetActions says whether w writes to a GitHub Actions log, where the
+// runner reads a line as a workflow command when it starts with "::"
+// after blanks, or holds "##[" anywhere (the older syntax). There, every
+// line written through w that would be one gets a zero width space
+// (U+200B) after its blanks or between "##" and "[": it shows as written
+// and commands nothing. Annotate's own commands alone pass whole.
+func (w *Writer) SetActions(on bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.actions = on
+}
+
+// zwsp is not white space to the runner's trim, so a line that starts
+// with it starts with no command.
+const zwsp = "\u200b"
+
+// neutralise returns buf, cleaned text, with the zero width spaces that
+// keep every line of it from being a workflow command. It carries the
+// line's state over to the next write.
+func (w *Writer) neutralise(buf []byte) []byte {
+	out := w.scratch[:0]
+	for i := 0; i < len(buf); {
+		r, size := utf8.DecodeRune(buf[i:])
+		switch {
+		case r == '\n':
+			w.body = false
+		case !w.body && r == ':':
+			out = append(out, zwsp...)
+			w.body = true
+		case !w.body && unicode.IsSpace(r): // the runner trims these
+		case r == '[' && w.hashes == 2:
+			out = append(out, zwsp...)
+			w.body = true
+		default:
+			w.body = true
+		}
+		if r == '#' {
+			w.hashes = min(w.hashes+1, 2)
+		} else {
+			w.hashes = 0
+		}
+		out = append(out, buf[i:i+size]...)
+		i += size
+	}
+	w.scratch = buf
+	return out
+}
+
+// command writes line, a workflow command Annotate made, as it is: on a
+// line of its own, whatever was written before it.
+func (w *Writer) command(line string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := line
+	if w.midway {
+		out = "\n" + out
+	}
+	if w.shown {
+		out = eraseLine + out
+		w.shown = false
+	}
+	w.midway, w.body, w.hashes = false, false, 0
+	if w.status != "" {
+		out += w.status
+		w.shown = true
+	}
+	_, err := io.WriteString(w.w, out)
+	return err
 }
 
 // eraseLine returns to the start of the line and clears it.
@@ -172,6 +253,8 @@ func clean(dst, src []byte, colour, final bool) (out []byte, n int) {
 				i++
 			case r >= 0x80 && r <= 0x9f: // C1 controls (0x9b is a CSI)
 				i += size
+			case r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069: // bidi embeddings, overrides, isolates
+				i += size
 			default:
 				dst = append(dst, src[i:i+size]...)
 				i += size
@@ -208,6 +291,8 @@ func sequence(s []byte) (size int, complete bool) {
 			switch {
 			case s[j] == 0x07:
 				return j + 1, true
+			case s[j] == '\n': // cut short (a truncated line): drop it, keep the line break
+				return j, true
 			case s[j] == 0x1b && j+1 == len(s):
 				return 0, false
 			case s[j] == 0x1b && s[j+1] == '\\':

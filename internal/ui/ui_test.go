@@ -23,12 +23,14 @@ var hostile = []struct{ name, in, want string }{
 	{"two-byte ESC", "\x1bcreset", "reset"},
 	{"C1 CSI", "a\u009b2Jb", "a2Jb"},
 	{"C1 OSC with C1 ST", "a\u009d0;x\u009cb", "a0;xb"},
+	{"bidi override (trojan source)", "a\u202eexe.gnp\u202c \u2067x\u2069 b", "aexe.gnp x b"},
 	{"carriage return overwrite", "safe\rEVIL", "safeEVIL"},
 	{"backspace, bell, DEL, NUL", "a\bb\x07c\x7fd\x00e", "abcde"},
 	{"invalid UTF-8", "a\xffb\xc3", "a\uFFFDb\uFFFD"},
 	{"lone ESC at the end", "end\x1b", "end"},
 	{"ESC before a newline", "x\x1b\ny", "x\ny"},
 	{"unterminated OSC", "x\x1b]0;title never ends", "x]0;title never ends"},
+	{"OSC cut short by a line break", "x\x1b]8;;http://evil.example\nnext", "x\nnext"},
 	{"malformed CSI", "x\x1b[12\ny", "x\ny"},
 }
 
@@ -154,5 +156,34 @@ func TestAppendSummary(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(p); string(b) != "## astra\n| name |\n" {
 		t.Errorf("summary %q", b)
+	}
+}
+
+// TestActionsNeutralise: under GitHub Actions, no line written through a
+// Writer reads as a workflow command, however the writes cut it; what
+// Annotate writes through the same Writer passes whole.
+func TestActionsNeutralise(t *testing.T) {
+	in := "::error::pwned\n  \u00a0::add-mask::hunter2\n\t::set-output name=x::y\nok ##[error]old\n" +
+		"a::b is fine\n::stop-commands::tok\nend without newline "
+	want := "\u200b::error::pwned\n  \u00a0\u200b::add-mask::hunter2\n\t\u200b::set-output name=x::y\nok ##\u200b[error]old\n" +
+		"a::b is fine\n\u200b::stop-commands::tok\nend without newline \n" +
+		"::warning title=astra::::add-mask::x\n\u200b::after\n"
+	for _, step := range []int{1, 2, 5, len(in)} {
+		var out bytes.Buffer
+		w := NewWriter(&out, false)
+		w.SetActions(true)
+		for i := 0; i < len(in); i += step {
+			w.Write([]byte(in[i:min(i+step, len(in))]))
+		}
+		Annotate(w, Annotation{Level: Warning, Title: "astra", Message: "::add-mask::x"})
+		w.Write([]byte("::after\n"))
+		if out.String() != want {
+			t.Errorf("in writes of %d:\n%q\nwant\n%q", step, out.String(), want)
+		}
+	}
+	var plain bytes.Buffer // outside GitHub Actions, text is left as it is
+	NewWriter(&plain, false).Write([]byte("::error::x\n"))
+	if plain.String() != "::error::x\n" {
+		t.Errorf("without actions: %q", plain.String())
 	}
 }

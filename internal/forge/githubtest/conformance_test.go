@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -149,6 +150,18 @@ func driveAll(t *testing.T, srv *Server, fc *forge.Client, client func(string) *
 	if _, err := fc.IsApprover(ctx, "carol", []string{"@octo/nobody"}); err == nil {
 		t.Fatal("missing team: no error")
 	}
+
+	// astra asks the approvers for their review: a login and a team; a
+	// stranger is refused.
+	if err := fc.RequestReviewers(ctx, pr1.Number, []string{"alice", "@octo/ops", "@elsewhere/team"}); err == nil || !strings.Contains(err.Error(), "@elsewhere/team") {
+		t.Fatalf("a team of another organisation: %v", err)
+	}
+	if users, teams := srv.RequestedReviewers(pr1.Number); !slices.Equal(users, []string{"alice"}) || !slices.Equal(teams, []string{"ops"}) {
+		t.Fatalf("requested reviewers %v, teams %v", users, teams)
+	}
+	_, err = fc.PullRequest(ctx, pr1.Number) // its requested reviewers and teams, as GitHub lists them
+	must("read pull request", err)
+	wantStatus("request review of a stranger", fc.RequestReviewers(ctx, pr1.Number, []string{"nobody-here"}), 422)
 
 	// A person approves by merging; astra reads the outcome.
 	_, _, err = alice.PullRequests.Merge(ctx, o, r, pr1.Number, "", nil)

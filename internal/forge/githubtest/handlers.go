@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -696,6 +697,56 @@ func (s *Server) addLabels(c *call, is *issue) {
 	s.addLabelsTo(is, c.login, names)
 	is.updatedAt = s.clock()
 	writeJSON(c.w, http.StatusOK, s.labelsJSON(is.labels))
+}
+
+// requestReviewers is GitHub's "request reviewers for a pull request". As
+// there, a review is requested from collaborators (known accounts with
+// write access) and teams of the repository's owner only, never from the
+// pull request's author, and a closed pull request takes none; a request
+// already made is not repeated.
+func (s *Server) requestReviewers(c *call, is *issue) {
+	var body struct {
+		Reviewers     []string `json:"reviewers"`
+		TeamReviewers []string `json:"team_reviewers"`
+	}
+	if !decode(c, &body) {
+		return
+	}
+	if is.state != "open" {
+		unprocessable(c.w, "Reviews may only be requested on open pull requests.")
+		return
+	}
+	for _, login := range body.Reviewers {
+		switch {
+		case strings.EqualFold(login, is.user):
+			unprocessable(c.w, "Review cannot be requested from pull request author.")
+			return
+		case s.accounts[strings.ToLower(login)] == nil || s.readOnly[strings.ToLower(login)]:
+			unprocessable(c.w, "Reviews may only be requested from collaborators. One or more of the users or teams you specified is not a collaborator of the "+
+				s.owner+"/"+s.name+" repository.")
+			return
+		}
+	}
+	for _, slug := range body.TeamReviewers {
+		if s.teams[strings.ToLower(s.owner+"/"+slug)] == nil {
+			unprocessable(c.w, "Reviews may only be requested from collaborators. One or more of the users or teams you specified is not a collaborator of the "+
+				s.owner+"/"+s.name+" repository.")
+			return
+		}
+	}
+	p := is.pull
+	for _, login := range body.Reviewers {
+		if !slices.ContainsFunc(p.reviewers, func(r string) bool { return strings.EqualFold(r, login) }) {
+			p.reviewers = append(p.reviewers, s.account(login).login)
+		}
+	}
+	for _, slug := range body.TeamReviewers {
+		if !slices.ContainsFunc(p.teamReviewers, func(r string) bool { return strings.EqualFold(r, slug) }) {
+			p.teamReviewers = append(p.teamReviewers, strings.ToLower(slug))
+		}
+	}
+	is.updatedAt = s.clock()
+	writeJSON(c.w, http.StatusCreated, s.pullJSON(c, is, false))
 }
 
 func (s *Server) listComments(c *call, is *issue) {

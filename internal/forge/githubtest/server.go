@@ -31,6 +31,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -196,6 +197,8 @@ type pull struct {
 	mergeCommitSHA string
 	draft          bool
 	maintainerMod  bool
+	reviewers      []string // logins whose review was requested
+	teamReviewers  []string // team slugs (of the repository's owner) whose review was requested
 }
 
 // New starts a fake GitHub for cfg.Repository backed by a fresh bare
@@ -312,6 +315,17 @@ func (s *Server) SetWrite(login string, write bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.readOnly[strings.ToLower(login)] = !write
+}
+
+// RequestedReviewers are the logins and the team slugs whose review was
+// requested on pull request number.
+func (s *Server) RequestedReviewers(number int) (users, teams []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if is := s.issues[number]; is != nil && is.pull != nil {
+		return slices.Clone(is.pull.reviewers), slices.Clone(is.pull.teamReviewers)
+	}
+	return nil, nil
 }
 
 // AddTeamMember makes login an active member of the team org/slug (creating
@@ -657,6 +671,9 @@ var routes = []struct {
 	{"GET /repos/{owner}/{repo}/pulls/{pull_number}", func(s *Server, c *call, p map[string]string) { s.withPull(c, p["pull_number"], s.getPull) }},
 	{"PATCH /repos/{owner}/{repo}/pulls/{pull_number}", func(s *Server, c *call, p map[string]string) { s.withPull(c, p["pull_number"], s.editPull) }},
 	{"PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge", func(s *Server, c *call, p map[string]string) { s.withPull(c, p["pull_number"], s.mergePull) }},
+	{"POST /repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers", func(s *Server, c *call, p map[string]string) {
+		s.withPull(c, p["pull_number"], s.requestReviewers)
+	}},
 	{"POST /repos/{owner}/{repo}/issues", func(s *Server, c *call, p map[string]string) { s.createIssue(c) }},
 	{"POST /repos/{owner}/{repo}/issues/{issue_number}/labels", func(s *Server, c *call, p map[string]string) { s.withIssue(c, p["issue_number"], s.addLabels) }},
 	{"GET /repos/{owner}/{repo}/issues/{issue_number}/comments", func(s *Server, c *call, p map[string]string) { s.withIssue(c, p["issue_number"], s.listComments) }},

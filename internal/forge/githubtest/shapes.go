@@ -377,8 +377,8 @@ func (s *Server) pullJSON(c *call, is *issue, full bool) jsonObj {
 		"merge_commit_sha":    mergeSHA,
 		"assignee":            nil,
 		"assignees":           []jsonObj{},
-		"requested_reviewers": []jsonObj{},
-		"requested_teams":     []jsonObj{},
+		"requested_reviewers": s.reviewersJSON(p.reviewers),
+		"requested_teams":     s.requestedTeamsJSON(p.teamReviewers),
 		"head":                branch(p.head, headSHA),
 		"base":                branch(p.base, baseTip.String()),
 		"_links": jsonObj{
@@ -532,6 +532,29 @@ func (s *Server) orgJSON(org string) jsonObj {
 		"updated_at":                timeJSON(s.created),
 		"archived_at":               nil,
 	}
+}
+
+func (s *Server) reviewersJSON(logins []string) []jsonObj {
+	out := []jsonObj{}
+	for _, l := range logins {
+		out = append(out, s.userJSON(l))
+	}
+	return out
+}
+
+// requestedTeamsJSON are teams of the repository's owner as a pull
+// request lists them (GitHub's "team" schema: team-full less its counts,
+// dates and organization).
+func (s *Server) requestedTeamsJSON(slugs []string) []jsonObj {
+	out := []jsonObj{}
+	for _, slug := range slugs {
+		o := s.teamJSON(s.owner, slug, s.teams[strings.ToLower(s.owner+"/"+slug)])
+		for _, k := range []string{"members_count", "repos_count", "created_at", "updated_at", "organization"} {
+			delete(o, k)
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // teamJSON is a team-full.
