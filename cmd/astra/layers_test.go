@@ -23,6 +23,7 @@ var layers = map[string][]string{
 	"internal/errkind":           {},
 	"internal/seal":              {},
 	"internal/cron":              {},
+	"internal/calendar":          {},
 	"internal/repofs":            {},
 	"internal/money":             {},
 	"internal/inputschema":       {},
@@ -38,7 +39,7 @@ var layers = map[string][]string{
 	"internal/scaffold":          {"internal/buildinfo"},
 	"scripts/action":             {}, // tests of the GitHub Action's scripts
 	"internal/model":             {"internal/cron", "internal/diag", "internal/money"},
-	"internal/config":            {"internal/approval", "internal/codeowners", "internal/cron", "internal/diag", "internal/inputschema", "internal/model", "internal/money", "internal/redact", "internal/repofs", "internal/seal"},
+	"internal/config":            {"internal/approval", "internal/calendar", "internal/codeowners", "internal/cron", "internal/diag", "internal/inputschema", "internal/model", "internal/money", "internal/redact", "internal/repofs", "internal/seal"},
 	"internal/state":             {"internal/ledger", "internal/money", "internal/repofs"},
 	"internal/ledgerkey":         {"internal/gitops", "internal/ledger", "internal/model", "internal/seal"},
 	"internal/ledger/ledgertest": {"internal/ledger", "internal/money"},

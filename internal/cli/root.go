@@ -137,6 +137,7 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.schedulesCmd(),
 		a.runDueCmd(),
 		a.runCmd(),
+		a.backfillCmd(),
 		a.planCmd(),
 		a.approvalsCmd(),
 		a.approveCmd("approve"),

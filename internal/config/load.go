@@ -83,6 +83,7 @@ func loadFiles(root string) (*model.Config, diag.List, error) {
 	policies := checkDirs(root, schedFiles, polFiles, len(cfg.Schedules), diags)
 
 	resolve(cfg, diags)
+	resolveWindows(root, cfg, diags)
 	validate(root, cfg, policies, diags)
 	redactAll(l.diags, redact.FromEnv(os.Environ()))
 	l.diags.Sort()
@@ -348,6 +349,7 @@ func (m *merger) add(rel string, doc *yaml.Node, p *model.Policies) {
 	}
 	m.addIdentity(rel, doc, p)
 	m.addTrust(rel, doc, p)
+	m.addCalendars(p.Calendars, keyPos)
 }
 
 // lookup finds the key node section.name in a mapping document.

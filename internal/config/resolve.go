@@ -195,7 +195,7 @@ func resolveCatchup(c *model.Catchup) {
 func resolveTrigger(s *model.Schedule, diags *diag.List) {
 	m := s.Meta
 	var set []string
-	for _, k := range []string{"cron", "frequency", "interval", "on_event"} {
+	for _, k := range []string{"cron", "frequency", "interval", "at", "on_event"} {
 		if m.Has(k) {
 			set = append(set, k)
 		}
@@ -220,6 +220,14 @@ func resolveTrigger(s *model.Schedule, diags *diag.List) {
 			return
 		}
 		s.Spec = spec
+		return
+	case m.Has("at"):
+		t, _, err := parseWhen(s.At, s.Loc)
+		if err != nil {
+			diags.Errorf(m.At("at"), "write an RFC 3339 time such as 2026-12-24T18:00:00Z, or a date such as 2026-12-24", "at: %v", err)
+			return
+		}
+		s.Spec = cron.At(t.In(s.Loc))
 		return
 	case !m.Has("cron"):
 		return

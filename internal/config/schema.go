@@ -78,6 +78,9 @@ func (g *schemaGen) of(t reflect.Type) map[string]any {
 	case reflect.TypeFor[model.Labels]():
 		label := map[string]any{"type": "string", "pattern": model.LabelPattern}
 		return map[string]any{"oneOf": []any{label, map[string]any{"type": "array", "items": label, "minItems": 1, "maxItems": model.MaxRunnerLabels}}}
+	case reflect.TypeFor[model.Calendar]():
+		entry := map[string]any{"type": "string", "description": "A date (2026-12-25) or an iCalendar file in the repository (.ics)."}
+		return map[string]any{"oneOf": []any{entry, map[string]any{"type": "array", "items": entry, "maxItems": model.MaxCalendarEntries}}}
 	case reflect.TypeFor[model.ResultRoute]():
 		return map[string]any{"oneOf": []any{
 			map[string]any{"enum": []any{model.RouteSilent, model.RouteNotify, model.RouteMemoryUpdate, model.RouteChainNext}},

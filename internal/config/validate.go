@@ -97,8 +97,8 @@ func validateScheduleNaming(s *model.Schedule, diags *diag.List) {
 // runs. resolveTrigger already reported what does not parse.
 func validateScheduleTrigger(s *model.Schedule, diags *diag.List) {
 	m := s.Meta
-	if s.Spec == nil && s.OnEvent == "" && !s.RunImmediately && !m.Has("cron") && !m.Has("frequency") && !m.Has("interval") {
-		diags.Errorf(m.Pos, "add cron, frequency, interval, on_event or run_immediately", "schedule %q has no trigger", s.Name)
+	if s.Spec == nil && s.OnEvent == "" && !s.RunImmediately && !m.Has("cron") && !m.Has("frequency") && !m.Has("interval") && !m.Has("at") {
+		diags.Errorf(m.Pos, "add cron, frequency, interval, at, on_event or run_immediately", "schedule %q has no trigger", s.Name)
 	}
 	if s.OnEvent != "" && !eventRe.MatchString(s.OnEvent) {
 		diags.Errorf(m.At("on_event"), "use letters, digits and _ . : / -", "invalid event name %q", s.OnEvent)

@@ -42,6 +42,10 @@ type Spec struct {
 	every time.Duration // > 0 for interval specs
 	f     fields
 	never bool // no calendar date matches (see Never)
+
+	once       time.Time // the one slot of an At spec
+	start, end time.Time // window.go: no slot before start or after end (zero: open)
+	skip       []Range   // window.go: excluded ranges, sorted and disjoint
 }
 
 // Error is a parse error, with the byte offset of the bad part in the
@@ -165,7 +169,7 @@ func (s *Spec) Location() *time.Location { return s.loc }
 // whose days do not exist in their months never fire.
 func (s *Spec) Never() string {
 	f := s.f
-	if s.every > 0 || !(f.domStar || f.dowStar) {
+	if s.every > 0 || !s.once.IsZero() || !(f.domStar || f.dowStar) {
 		return ""
 	}
 	var months []string
@@ -203,9 +207,9 @@ func orList(xs []string, conj string) string {
 	return strings.Join(xs[:len(xs)-1], ", ") + " " + conj + " " + xs[len(xs)-1]
 }
 
-// Next is the first slot strictly after t, or the zero time if there is
+// next is the first slot of the expression strictly after t, or the zero time if there is
 // none within a 400-year cycle.
-func (s *Spec) Next(t time.Time) time.Time {
+func (s *Spec) next(t time.Time) time.Time {
 	if s.every > 0 {
 		return intervalFloor(t, s.every).Add(s.every)
 	}
@@ -235,9 +239,9 @@ func (s *Spec) Next(t time.Time) time.Time {
 	return best
 }
 
-// Prev is the latest slot at or before t, or the zero time if there is
+// prev is the latest slot of the expression at or before t, or the zero time if there is
 // none within a 400-year cycle.
-func (s *Spec) Prev(t time.Time) time.Time {
+func (s *Spec) prev(t time.Time) time.Time {
 	if s.every > 0 {
 		return intervalFloor(t, s.every)
 	}
@@ -272,11 +276,11 @@ func (s *Spec) Prev(t time.Time) time.Time {
 	return best
 }
 
-// Slots lists up to max slots in (after, until], oldest first.
-func (s *Spec) Slots(after, until time.Time, max int) []time.Time {
+// slots lists up to max slots of the expression in (after, until], oldest first.
+func (s *Spec) slots(after, until time.Time, max int) []time.Time {
 	var out []time.Time
 	if s.every > 0 {
-		for t := s.Next(after); !t.After(until) && len(out) < max; t = t.Add(s.every) {
+		for t := s.next(after); !t.After(until) && len(out) < max; t = t.Add(s.every) {
 			out = append(out, t)
 		}
 		return out
@@ -297,13 +301,13 @@ func (s *Spec) Slots(after, until time.Time, max int) []time.Time {
 	return out
 }
 
-// Count is the exact number of slots in (after, until], len(Slots) without
+// count is the exact number of slots of the expression in (after, until], len(Slots) without
 // listing them: arithmetic for intervals; for cron, a walk over the days in
 // which a day that no clock change touches adds its fixed number of slots,
 // and only the day or two around each change are resolved slot by slot, as
 // Slots resolves them. Its cost grows with the days in the range, never
 // with the slots.
-func (s *Spec) Count(after, until time.Time) int {
+func (s *Spec) count(after, until time.Time) int {
 	if !until.After(after) || s.never {
 		return 0
 	}

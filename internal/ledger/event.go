@@ -88,6 +88,10 @@ const (
 	// TrustResumed: a person acknowledged the tampering recorded before
 	// (astra trust resume): tier 2 runs again.
 	TrustResumed Kind = "trust.resumed"
+	// BackfillRequested: a person asked for a schedule's past slots to run
+	// (astra backfill): who, the range, the reason and the slots; each
+	// slot is then decided like any other, under its own key.
+	BackfillRequested Kind = "backfill.requested"
 	// SpillRefused: a spill branch a run did not merge (unsealed in a
 	// sealed ledger, or holding events no lost outcome push makes); the
 	// branch is kept under astra/spill-refused/.
@@ -155,6 +159,7 @@ const (
 	StatusDisabled   = "disabled"  // schedule.created or .updated of a definition with enabled: false
 	StatusCorrected  = "corrected" // ledger.clock_corrected
 	StatusRestored   = "restored"  // ledger.tampered: astra's files were put back
+	StatusRequested  = "requested" // backfill.requested
 )
 
 // ClockTest is the clock field of an event a test clock dated (--now

@@ -20,11 +20,12 @@ const (
 	VerbCorrectClock    = "correct_clock"
 	VerbTrustResume     = "trust_resume" // tier 2 again after a tampered ledger was restored
 	VerbMigrate         = "migrate"      // move the ledger to another branch
+	VerbBackfill        = "backfill"     // run a schedule's past slots (astra backfill)
 )
 
 // Verbs lists every verb, in the order the documentation gives them.
 var Verbs = []string{VerbApprove, VerbReject, VerbResume, VerbDeadLetterRetry, VerbMemoryPurge,
-	VerbRun, VerbTrigger, VerbRollback, VerbInitForce, VerbCorrectClock, VerbTrustResume, VerbMigrate}
+	VerbRun, VerbTrigger, VerbRollback, VerbInitForce, VerbCorrectClock, VerbTrustResume, VerbMigrate, VerbBackfill}
 
 // Issuer is an OIDC issuer whose JWTs may call astra (astra trigger --jwt).
 type Issuer struct {

@@ -18,6 +18,10 @@ const (
 	// MaxSlotsPerSchedule bounds the new slots one schedule adds to a run's
 	// plan whatever its configuration says (a second line of defence).
 	MaxSlotsPerSchedule = MaxCatchupMax
+	// MaxBackfillSlots caps the slots one astra backfill runs (its --max),
+	// DefaultBackfillMax is its default: a wider range is refused, not cut.
+	MaxBackfillSlots   = MaxCatchupMax
+	DefaultBackfillMax = 24
 	// MaxSchedules caps the schedules of a repository.
 	MaxSchedules = 5000
 	// MaxCandidatesPerRun bounds what one run plans, and so the decisions

@@ -67,6 +67,10 @@ type Schedule struct {
 	Interval       Duration       `yaml:"interval" json:"interval,omitempty" doc:"Run every interval, anchored at the Unix epoch so all runners agree."`
 	OnEvent        string         `yaml:"on_event" json:"on_event,omitempty" doc:"Run when 'astra trigger <event>' is called with this event name."`
 	RunImmediately bool           `yaml:"run_immediately" json:"run_immediately,omitempty" doc:"Run once as soon as the schedule is first seen."`
+	At             string         `yaml:"at" json:"at,omitempty" doc:"One-off run: its only slot, an RFC 3339 time or a date (midnight in the schedule's timezone)."`
+	StartAt        string         `yaml:"start_at" json:"start_at,omitempty" doc:"No slot before this RFC 3339 time or date (midnight in the schedule's timezone)."`
+	EndAt          string         `yaml:"end_at" json:"end_at,omitempty" doc:"No slot after this RFC 3339 time or date (a date includes its whole day)."`
+	Exclude        []string       `yaml:"exclude" json:"exclude,omitempty" doc:"Names of calendars (policies calendars) on whose dates and events no slot falls, read in the schedule's timezone."`
 	Timezone       string         `yaml:"timezone" json:"timezone" doc:"IANA time zone the cron fields are read in (default UTC)."`
 	TargetTool     string         `yaml:"target_tool" json:"target_tool" doc:"Tool from the policies tool catalog." required:"true"`
 	Payload        map[string]any `yaml:"payload" json:"payload,omitempty" doc:"JSON-compatible input handed to the tool."`
