@@ -24,6 +24,7 @@ type scheduleView struct {
 	Name        string                `json:"name"`
 	Tenant      string                `json:"tenant,omitempty"`
 	Source      string                `json:"source"`
+	Extends     string                `json:"extends,omitempty"`
 	Trigger     string                `json:"trigger"`
 	Timezone    string                `json:"timezone"`
 	Tool        string                `json:"tool"`
@@ -68,7 +69,7 @@ func (a *app) runSchedulesShow(_ context.Context, ref string) error {
 		return err
 	}
 	now := a.now()
-	v := scheduleView{ID: s.ID, Name: s.Name, Tenant: s.Tenant, Source: s.Meta.Pos.String(), Trigger: introspect.TriggerOf(s),
+	v := scheduleView{ID: s.ID, Name: s.Name, Tenant: s.Tenant, Source: s.Meta.Pos.String(), Extends: s.Extends, Trigger: introspect.TriggerOf(s),
 		Timezone: s.Timezone, Tool: s.TargetTool, Tier: int(s.SafetyTier), Autonomy: s.Autonomy.Short(), Actor: s.Actor,
 		Enabled: s.Enabled, Priority: s.Priority, PerDay: s.PerDayBudget, Budget: s.Budget, Retry: s.Retry, Catchup: s.Catchup,
 		Writes: []string{}, PayloadKeys: slices.Sorted(maps.Keys(s.Payload)), Next: []time.Time{}, Approvals: []introspect.Approval{}}
@@ -107,6 +108,7 @@ func (a *app) printScheduleView(v scheduleView) error {
 	line("name", "%s", v.Name)
 	line("tenant", "%s", cmp.Or(v.Tenant, "-"))
 	line("defined in", "%s", v.Source)
+	line("extends", "%s", cmp.Or(v.Extends, "-"))
 	line("trigger", "%s (%s)", v.Trigger, v.Timezone)
 	line("tool", "%s, tier %d, autonomy %s, as actor %s", v.Tool, v.Tier, v.Autonomy, v.Actor)
 	line("enabled", "%v (priority %d)", v.Enabled, v.Priority)

@@ -82,12 +82,27 @@ func loadFiles(root string) (*model.Config, diag.List, error) {
 	cfg.Policies = m.p
 	policies := checkDirs(root, schedFiles, polFiles, len(cfg.Schedules), diags)
 
+	applyTemplates(cfg, diags)
 	resolve(cfg, diags)
 	resolveWindows(root, cfg, diags)
 	validate(root, cfg, policies, diags)
 	redactAll(l.diags, redact.FromEnv(os.Environ()))
 	l.diags.Sort()
-	return cfg, capPerFile(l.diags), nil
+	return cfg, capPerFile(unique(l.diags)), nil
+}
+
+// unique drops repeated problems: a bad value in a template is found once
+// for each schedule that takes it, and is reported once, where it is.
+func unique(diags diag.List) diag.List {
+	seen := map[diag.Diagnostic]bool{}
+	out := diags[:0]
+	for _, d := range diags {
+		if !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // capPerFile keeps the first model.MaxFileErrors problems of each file and
@@ -350,6 +365,7 @@ func (m *merger) add(rel string, doc *yaml.Node, p *model.Policies) {
 	m.addIdentity(rel, doc, p)
 	m.addTrust(rel, doc, p)
 	m.addCalendars(p.Calendars, keyPos)
+	m.addDefaults(p, keyPos)
 }
 
 // lookup finds the key node section.name in a mapping document.

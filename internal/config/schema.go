@@ -81,6 +81,8 @@ func (g *schemaGen) of(t reflect.Type) map[string]any {
 	case reflect.TypeFor[model.Calendar]():
 		entry := map[string]any{"type": "string", "description": "A date (2026-12-25) or an iCalendar file in the repository (.ics)."}
 		return map[string]any{"oneOf": []any{entry, map[string]any{"type": "array", "items": entry, "maxItems": model.MaxCalendarEntries}}}
+	case reflect.TypeFor[model.Template]():
+		return g.template(t)
 	case reflect.TypeFor[model.ResultRoute]():
 		return map[string]any{"oneOf": []any{
 			map[string]any{"enum": []any{model.RouteSilent, model.RouteNotify, model.RouteMemoryUpdate, model.RouteChainNext}},
@@ -157,4 +159,17 @@ func (g *schemaGen) ref(t reflect.Type) map[string]any {
 		g.defs[name] = def
 	}
 	return map[string]any{"$ref": "#/definitions/" + name}
+}
+
+// template is a schedule's schema with nothing required and without the
+// keys a template may not set.
+func (g *schemaGen) template(t reflect.Type) map[string]any {
+	ref := g.ref(t)
+	def := g.defs[t.Name()].(map[string]any)
+	delete(def, "required")
+	props := def["properties"].(map[string]any)
+	for _, k := range []string{"extends", "id", "name"} {
+		delete(props, k)
+	}
+	return ref
 }

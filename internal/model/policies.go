@@ -17,19 +17,21 @@ type Policies struct {
 	// Meta.Keys holds where merged entries were written, keyed
 	// "<section>.<name>": roles.founder, permissions.approve,
 	// identities.<email>.
-	Meta         Meta                `yaml:"-" json:"-"`
-	Tools        map[string]*Tool    `yaml:"tools" json:"tools" doc:"Tool catalog, keyed by tool name."`
-	TaskPolicies []*TaskPolicy       `yaml:"task_policies" json:"task_policies" doc:"Per task type (tool) auto-execute rules, with tenant overrides."`
-	Actors       []*Actor            `yaml:"actors" json:"actors"`
-	Budget       GlobalBudget        `yaml:"budget" json:"budget"`
-	Approvers    map[string][]string `yaml:"approvers" json:"approvers" doc:"Older name of roles, still accepted; once loaded it holds the same roles as roles."`
-	Roles        map[string][]string `yaml:"roles" json:"roles" doc:"Role name to GitHub logins or @org/team slugs."`
-	Permissions  map[string][]string `yaml:"permissions" json:"permissions" doc:"Verb (approve, reject, resume, dead_letter_retry, memory_purge, run, trigger, rollback, init_force, correct_clock, trust_resume, migrate, backfill) to the roles allowed; a verb left out takes approve's roles."`
-	Identities   map[string]string   `yaml:"identities" json:"identities" doc:"git config user.email to GitHub login, for commands run outside CI."`
-	Issuers      []*Issuer           `yaml:"issuers" json:"issuers" doc:"OIDC issuers whose JWTs may trigger events."`
-	Trust        Trust               `yaml:"trust" json:"trust" doc:"What the repository's trust rests on: the ledger key, its GitHub environment, an accepted risk."`
-	Calendars    map[string]Calendar `yaml:"calendars" json:"calendars,omitempty" doc:"Exclusion calendars a schedule names in exclude: each a list of dates (2026-12-25) and iCalendar files in the repository (calendars/freeze.ics)."`
-	SigningKeys  map[string][]string `yaml:"signing_keys" json:"signing_keys,omitempty" doc:"GitHub login to the SSH public keys its local approvals are signed with (astra approve signs with ssh-keygen)."`
+	Meta         Meta                 `yaml:"-" json:"-"`
+	Tools        map[string]*Tool     `yaml:"tools" json:"tools" doc:"Tool catalog, keyed by tool name."`
+	TaskPolicies []*TaskPolicy        `yaml:"task_policies" json:"task_policies" doc:"Per task type (tool) auto-execute rules, with tenant overrides."`
+	Actors       []*Actor             `yaml:"actors" json:"actors"`
+	Budget       GlobalBudget         `yaml:"budget" json:"budget"`
+	Approvers    map[string][]string  `yaml:"approvers" json:"approvers" doc:"Older name of roles, still accepted; once loaded it holds the same roles as roles."`
+	Roles        map[string][]string  `yaml:"roles" json:"roles" doc:"Role name to GitHub logins or @org/team slugs."`
+	Permissions  map[string][]string  `yaml:"permissions" json:"permissions" doc:"Verb (approve, reject, resume, dead_letter_retry, memory_purge, run, trigger, rollback, init_force, correct_clock, trust_resume, migrate, backfill) to the roles allowed; a verb left out takes approve's roles."`
+	Identities   map[string]string    `yaml:"identities" json:"identities" doc:"git config user.email to GitHub login, for commands run outside CI."`
+	Issuers      []*Issuer            `yaml:"issuers" json:"issuers" doc:"OIDC issuers whose JWTs may trigger events."`
+	Trust        Trust                `yaml:"trust" json:"trust" doc:"What the repository's trust rests on: the ledger key, its GitHub environment, an accepted risk."`
+	Calendars    map[string]Calendar  `yaml:"calendars" json:"calendars,omitempty" doc:"Exclusion calendars a schedule names in exclude: each a list of dates (2026-12-25) and iCalendar files in the repository (calendars/freeze.ics)."`
+	Defaults     ScheduleDefaults     `yaml:"defaults" json:"defaults" doc:"Repository-wide values of timezone, actor, budget, retry and catchup for schedules (and their templates) that leave them out."`
+	Templates    map[string]*Template `yaml:"templates" json:"templates,omitempty" doc:"Reusable partial schedules, keyed by name; a schedule says extends: <name> and its own keys win."`
+	SigningKeys  map[string][]string  `yaml:"signing_keys" json:"signing_keys,omitempty" doc:"GitHub login to the SSH public keys its local approvals are signed with (astra approve signs with ssh-keygen)."`
 }
 
 // Tool is one entry of the tool catalog (what each tool is and may do, plus how to run it).

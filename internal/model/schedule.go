@@ -94,9 +94,27 @@ type Schedule struct {
 	ToolAllow      []string       `yaml:"tool_allow" json:"tool_allow,omitempty" doc:"Globs of tool names and capabilities this schedule may use, its chained steps included; each tool may also enforce them per call (ASTRA_TOOL_ALLOW). Unset: any tool."`
 	ToolDeny       []string       `yaml:"tool_deny" json:"tool_deny,omitempty" doc:"Globs of tool names and capabilities this schedule may not use, its chained steps included (ASTRA_TOOL_DENY); deny wins over allow."`
 
+	Extends string `yaml:"extends" json:"extends,omitempty" doc:"Template (policies templates) whose keys this schedule takes where it writes none; the schedule's keys win over the template's, the template's over policies defaults."`
+
 	// Resolved by the loader.
 	Spec *cron.Spec     `yaml:"-" json:"-"`
 	Loc  *time.Location `yaml:"-" json:"-"`
+}
+
+// Template is a partial schedule in policies templates: a schedule that
+// says extends: <name> takes its keys where it writes none. A template
+// extends nothing and has no id or name.
+type Template Schedule
+
+// ScheduleDefaults are policies defaults: the repository's values for
+// the keys a schedule (and its template) leave out, before astra's own.
+type ScheduleDefaults struct {
+	Meta     Meta       `yaml:"-" json:"-"`
+	Timezone string     `yaml:"timezone" json:"timezone,omitempty" doc:"IANA time zone of schedules that name none."`
+	Actor    string     `yaml:"actor" json:"actor,omitempty" doc:"Actor of schedules that name none."`
+	Budget   TaskBudget `yaml:"budget" json:"budget"`
+	Retry    Retry      `yaml:"retry" json:"retry"`
+	Catchup  Catchup    `yaml:"catchup" json:"catchup"`
 }
 
 // TaskBudget caps one run.
