@@ -88,7 +88,12 @@ func (a *app) runApprovalsList(_ context.Context, _ approvalsListOptions) error 
 			pr = fmt.Sprintf("#%d", r.PR)
 		}
 		status := r.Status
-		if r.By != "" {
+		if p := r.Progress(); p != "" {
+			status += " " + p
+			if len(r.Approvers) > 0 {
+				status += " (" + strings.Join(r.Approvers, ", ") + ")"
+			}
+		} else if r.By != "" {
 			status += " by " + r.By
 		}
 		if r.Comment != "" {

@@ -77,6 +77,9 @@ func validateSchedule(cfg *model.Config, s *model.Schedule, policies bool, diags
 	if s.ApprovalTTL.D() <= 0 {
 		diags.Errorf(s.Meta.At("approval_ttl"), "", "approval_ttl must be positive")
 	}
+	if s.Meta.Has("approvals_required") && s.ApprovalsReq < 1 {
+		diags.Errorf(s.Meta.At("approvals_required"), "leave it out for one approver", "approvals_required must be at least 1")
+	}
 	validateLabels(s.RunsOn, s.Meta, diags)
 	validateRoute(cfg, s, diags)
 }
@@ -517,6 +520,9 @@ func validateTaskPolicy(p *model.Policies, tp *model.TaskPolicy, tenants map[str
 	}
 	if _, ok := p.Roles[tp.ApproverRole]; tp.ApproverRole != "" && !ok {
 		diags.Errorf(m.At("approver_role"), "define it under roles:", "approver role %q is not defined", tp.ApproverRole)
+	}
+	if m.Has("approvals_required") && tp.Approvals < 1 {
+		diags.Errorf(m.At("approvals_required"), "leave it out for one approver", "approvals_required must be at least 1")
 	}
 }
 

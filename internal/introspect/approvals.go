@@ -30,6 +30,17 @@ type Approval struct {
 	Age        string    `json:"age,omitempty"`
 	Why        string    `json:"why,omitempty"`
 	Token      bool      `json:"token_file"`
+	Required   int       `json:"approvals_required,omitempty"` // distinct approvers it needs, when more than one
+	Approvers  []string  `json:"approvers,omitempty"`          // who approved it so far, when it needs several
+}
+
+// Progress is how many of the approvers it needs approved it ("1/2"), or
+// "" when one is enough.
+func (a Approval) Progress() string {
+	if a.Required < 2 {
+		return ""
+	}
+	return strconv.Itoa(len(a.Approvers)) + "/" + strconv.Itoa(a.Required)
 }
 
 // Repository names where pull requests are linked: a server
@@ -66,6 +77,12 @@ func Approvals(cfg *model.Config, st *state.State, root string, repo Repository,
 			a.By, a.Comment = req.By, req.Comment
 			a.Age = max(0, now.Sub(req.RequestedAt)).Round(time.Minute).String()
 			a.URL = repo.PullURL(req.PR)
+		}
+		if need := cfg.Policies.ApprovalsRequired(s); need > 1 {
+			a.Required = need
+			if req != nil {
+				a.Approvers = req.Approvers()
+			}
 		}
 		out = append(out, a)
 	}

@@ -160,6 +160,7 @@ const (
 	StatusCorrected  = "corrected" // ledger.clock_corrected
 	StatusRestored   = "restored"  // ledger.tampered: astra's files were put back
 	StatusRequested  = "requested" // backfill.requested
+	StatusPartial    = "partial"   // approval.approved by one of several approvers an approval needs
 )
 
 // ClockTest is the clock field of an event a test clock dated (--now

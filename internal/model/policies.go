@@ -109,6 +109,7 @@ type TaskPolicy struct {
 	AutoExecute  bool   `yaml:"auto_execute" json:"auto_execute" doc:"false: every run needs an approval (default true)."`
 	MaxRiskLevel Risk   `yaml:"max_risk_level" json:"max_risk_level,omitempty" doc:"Tools riskier than this need an approval."`
 	ApproverRole string `yaml:"approver_role" json:"approver_role,omitempty" doc:"Role (under roles:) whose members may approve this task type, instead of permissions.approve."`
+	Approvals    int    `yaml:"approvals_required" json:"approvals_required,omitempty" minimum:"1" doc:"Distinct approvers of the approver role an approval of this task type needs (default 1)."`
 	Description  string `yaml:"description" json:"description,omitempty"`
 }
 

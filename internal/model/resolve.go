@@ -62,6 +62,18 @@ func Missing(scopes, capabilities []string) []string {
 	return out
 }
 
+// ApprovalsRequired is how many distinct approvers an approval of s
+// needs: the schedule's approvals_required, else its task policy's, else 1.
+func (p *Policies) ApprovalsRequired(s *Schedule) int {
+	if s.ApprovalsReq > 0 {
+		return s.ApprovalsReq
+	}
+	if tp := p.TaskPolicy(s.TargetTool, s.Tenant); tp != nil && tp.Approvals > 0 {
+		return tp.Approvals
+	}
+	return 1
+}
+
 // TaskPolicy resolves the policy for a task type (the tool name) and tenant
 // thus: the tenant's own policy, else the global one, else nil,
 // which means the default auto_execute = true.

@@ -89,6 +89,7 @@ type Schedule struct {
 	RunsOn         Labels         `yaml:"runs_on" json:"runs_on,omitempty" doc:"astra plan: GitHub Actions runner label(s) of this schedule's job (default the tool's runs_on, else ubuntu-latest)."`
 	ResultRoute    ResultRoute    `yaml:"result_route" json:"result_route"`
 	ApprovalTTL    Duration       `yaml:"approval_ttl" json:"approval_ttl" doc:"How long an approval request stays valid (default 24h)."`
+	ApprovalsReq   int            `yaml:"approvals_required" json:"approvals_required,omitempty" minimum:"1" doc:"Distinct approvers an approval needs (default the task policy's, else 1)."`
 	Quarantine     bool           `yaml:"quarantine" json:"quarantine,omitempty" doc:"Stop all future slots once a slot is dead-lettered, until released."`
 	Recall         *Recall        `yaml:"recall" json:"recall,omitempty" doc:"Hand the tool recent agent memory (var/memory) within a retrieval budget."`
 	ToolAllow      []string       `yaml:"tool_allow" json:"tool_allow,omitempty" doc:"Globs of tool names and capabilities this schedule may use, its chained steps included; each tool may also enforce them per call (ASTRA_TOOL_ALLOW). Unset: any tool."`

@@ -117,9 +117,23 @@ func (s *session) merged(ctx context.Context, sc *model.Schedule, req *state.App
 	if c.refused != "" {
 		return s.refuseRequest(sc, req, c.refused, pr.MergedBy, c.why)
 	}
+	required := 0
+	if need := s.r.cfg.Policies.ApprovalsRequired(sc); need > 1 {
+		// The merge is the last of the approvers: the others sign first.
+		have := len(req.Approvers())
+		if !req.ApprovedBy(pr.MergedBy) {
+			have++
+		}
+		if have < need {
+			return s.refuseRequest(sc, req, reasonTooFew, pr.MergedBy, fmt.Sprintf("%s needs %d distinct approvers: the merge of #%d by %s counts as one, and %d signed before it "+
+				"(the others sign with `astra approve`, then one merges): it approves nothing", sc.Name, need, pr.Number, pr.MergedBy, len(req.Approvers())))
+		}
+		required = need
+	}
 	ev := s.approvalEvent(ledger.ApprovalApproved, ledger.StatusApproved, sc, req)
 	ev.By, ev.PR, ev.ExpiresAt = pr.MergedBy, pr.Number, req.ExpiresAt
-	ev.Detail = detail(state.ApprovalDetail{Token: req.Token, Head: req.Head, Action: req.Action, Event: req.Event, Via: state.ViaPullRequest, Rollback: req.Rollback})
+	ev.Detail = detail(state.ApprovalDetail{Token: req.Token, Head: req.Head, Action: req.Action, Event: req.Event, Via: state.ViaPullRequest, Rollback: req.Rollback,
+		Required: required})
 	s.note(sc, ev, fmt.Sprintf("approved by %s (pull request #%d, %s)", pr.MergedBy, pr.Number, c.allowed))
 	return s.record(ev)
 }
@@ -183,7 +197,9 @@ const (
 	reasonNotBound      = "not_bound"      // the token binds no open request or undecided slot
 	reasonUsed          = "used"           // the token was already used
 	reasonExpired       = "expired"
-	reasonUnverifiable  = "unverifiable" // the approval cannot be checked again (recorded by an older astra)
+	reasonUnverifiable  = "unverifiable"      // the approval cannot be checked again (recorded by an older astra)
+	reasonRepeated      = "repeat_approver"   // approval.ignored: this approver already counted towards the approval
+	reasonTooFew        = "too_few_approvers" // fewer distinct approvers than approvals_required
 )
 
 // refuseRequest ends a request with a refusal that says who, what and why.

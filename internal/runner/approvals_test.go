@@ -415,3 +415,22 @@ func TestApprovedEventRunsWithItsPayload(t *testing.T) {
 		t.Fatalf("s: %s %s", o.Action, o.Detail)
 	}
 }
+
+// A schedule that needs two approvers does not run on a merge alone: the
+// merge is refused for too few approvers (nobody signed before it), and
+// nothing runs.
+func TestOneMergeDoesNotMeetTwoApprovers(t *testing.T) {
+	e := newEnv(t, strings.Replace(shipDaily, "target_tool: ship}", "target_tool: ship, approvals_required: 2}", 1))
+	e.runDue("2026-11-22T08:00:00Z")
+	if o := outcome(t, e.runDue("2026-11-22T09:00:30Z"), "s"); o.Action != ActionAwaitingApproval || o.PR != 1 {
+		t.Fatalf("s: %s PR %d %s", o.Action, o.PR, o.Detail)
+	}
+	e.forge.merge(t, 1, "octocat", e.dir, "s")
+	e.runDue("2026-11-22T09:10:00Z")
+	if e.exec.runs("s") != 0 || e.count(ledger.ApprovalConsumed, "s") != 0 {
+		t.Fatalf("ran %d times, consumed %d", e.exec.runs("s"), e.count(ledger.ApprovalConsumed, "s"))
+	}
+	if ev := e.lastEvent(ledger.ApprovalRefused); ev == nil || ev.Reason != reasonTooFew || !strings.Contains(ev.Error, "counts as one") {
+		t.Fatalf("refusal: %+v", ev)
+	}
+}

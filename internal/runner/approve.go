@@ -48,7 +48,9 @@ func (r *Runner) DraftApproval(ctx context.Context, sc *model.Schedule, approver
 	switch {
 	case req != nil && req.Status == ledger.StatusApproved:
 		return nil, errkind.Usagef("%s's run %s is already approved (by %s) and waits to run", sc.Name, req.Key, req.By)
-	case req != nil && req.PR != 0:
+	case req != nil && req.ApprovedBy(approver):
+		return nil, errkind.Usagef("%s already approved %s's run %s (%d of %d approvers): another approver of the role must approve it", approver, sc.Name, req.Key, len(req.Quorum.Approvers), req.Quorum.Required)
+	case req != nil && req.PR != 0 && r.cfg.Policies.ApprovalsRequired(sc) < 2:
 		return nil, errkind.Usagef("%s's request is pull request #%d: approve it by merging the pull request", sc.Name, req.PR)
 	case req != nil:
 		requested := approval.DecodeAction(req.Action)

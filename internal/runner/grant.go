@@ -66,6 +66,9 @@ func (s *session) useGrant(ctx context.Context, t *task, a *state.Approval) (boo
 	if c := s.checkAction(sc, a, s.taskEvent(t)); c.refused != "" {
 		return false, s.refuseRequest(sc, a, c.refused, a.By, c.why)
 	}
+	if need, have := s.r.cfg.Policies.ApprovalsRequired(sc), max(len(a.Approvers()), 1); have < need {
+		return false, s.refuseRequest(sc, a, reasonTooFew, a.By, fmt.Sprintf("%s needs %d distinct approvers and its approval has %d: it approves nothing; the next slot asks again", sc.Name, need, have))
+	}
 	var c check
 	switch a.Via {
 	case state.ViaPullRequest:

@@ -427,6 +427,8 @@ func (s *session) gate(ctx context.Context, t *task) (bool, error) {
 			switch {
 			case a.Status == ledger.StatusApproved:
 				detail = fmt.Sprintf("an approval of %s is waiting to run", a.Key)
+			case a.Quorum != nil:
+				detail = fmt.Sprintf("an approval of %s has %d of the %d approvers it needs", a.Key, len(a.Quorum.Approvers), a.Quorum.Required)
 			case a.PR != 0:
 				detail = fmt.Sprintf("waiting for pull request #%d (request for %s)", a.PR, a.Key)
 			}

@@ -151,7 +151,7 @@ func (s *session) signed(ctx context.Context, sc *model.Schedule, req *state.App
 	var event json.RawMessage
 	rollback := false
 	switch {
-	case req != nil && req.Status == ledger.StatusPending:
+	case req != nil && (req.Status == ledger.StatusPending || req.Status == ledger.StatusPartial):
 		if tok.IdempotencyKey != req.Key {
 			return refuse(reasonNotBound, fmt.Sprintf("the token approves %s, but the open request is for %s", orNone(tok.IdempotencyKey), req.Key))
 		}
@@ -171,12 +171,34 @@ func (s *session) signed(ctx context.Context, sc *model.Schedule, req *state.App
 	if tok.Action == nil || tok.Action.Hash != now.Hash {
 		return refuse(reasonActionChanged, "what would run is not what was approved: "+changes(now, tok.Action))
 	}
-	ev := s.approvalEvent(ledger.ApprovalApproved, ledger.StatusApproved, sc, req)
+	need, have := s.r.cfg.Policies.ApprovalsRequired(sc), 1
+	if need > 1 && req != nil {
+		if req.ApprovedBy(tok.ApprovedBy) {
+			return s.noteToken(sc, req, ledger.ApprovalIgnored, ledger.StatusIgnored, h, reasonRepeated, tok.ApprovedBy,
+				fmt.Sprintf("%s already approved %s (%d of %d): it needs another approver of the role", tok.ApprovedBy, req.Key, len(req.Approvers()), need), true)
+		}
+		have += len(req.Approvers())
+	}
+	status, required := ledger.StatusApproved, 0
+	if need > 1 {
+		required = need
+	}
+	if have < need {
+		status = ledger.StatusPartial
+		// Counted: the token has done its part, and the next approver's
+		// token takes its place.
+		s.dropToken(sc.ID)
+	}
+	ev := s.approvalEvent(ledger.ApprovalApproved, status, sc, req)
 	ev.Slot, ev.IdempotencyKey, ev.PayloadHash = tok.Slot, tok.IdempotencyKey, tok.PayloadHash
 	ev.By, ev.ExpiresAt, ev.Comment = tok.ApprovedBy, tok.ExpiresAt, s.r.opts.Redact.String(tok.Comment)
 	ev.Detail = detail(state.ApprovalDetail{Token: h, Action: tok.Action.Encode(), Event: event, Via: state.ViaSignature, Signer: key.Fingerprint(), Rollback: rollback,
-		Proof: compactJSON(tok.Encode())})
-	s.note(sc, ev, fmt.Sprintf("approved by %s (signed with %s, %s)", tok.ApprovedBy, key.Fingerprint(), d.Reason))
+		Proof: compactJSON(tok.Encode()), Required: required})
+	msg := fmt.Sprintf("approved by %s (signed with %s, %s)", tok.ApprovedBy, key.Fingerprint(), d.Reason)
+	if need > 1 {
+		msg += fmt.Sprintf(": %d of %d approvers", have, need)
+	}
+	s.note(sc, ev, msg)
 	return s.record(ev)
 }
 

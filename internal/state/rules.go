@@ -34,6 +34,7 @@ const (
 	RuleUnapproved  = "consumed_unapproved" // approval.consumed of a run no approval approved
 	RuleUnproven    = "approved_unproven"   // approval.approved saying neither who nor how
 	RuleReused      = "approved_used_token" // approval.approved with a token already used
+	RuleShort       = "approved_short"      // approval.approved completing an approval with fewer distinct approvers than it needs
 	RuleOutsideRole = "by_outside_role"     // a person's decision by someone the policies do not let take it
 )
 
@@ -76,6 +77,8 @@ func (s *State) check(e *ledger.Event) {
 			rule, why = RuleUnproven, "it was given by an unknown way: "+d.Via
 		case d.Token != "" && !s.Consumed[d.Token].IsZero():
 			rule, why = RuleReused, "its token was already used for a run"
+		case e.Status != ledger.StatusPartial && d.Required > 1 && s.approvers(e) < d.Required:
+			rule, why = RuleShort, fmt.Sprintf("it completes an approval that needs %d distinct approvers with %d", d.Required, s.approvers(e))
 		case d.Via == ViaPullRequest:
 			// A merge approves the request astra opened its pull request for.
 			if a := s.Approvals[e.ScheduleID]; a == nil || a.Key != e.IdempotencyKey || a.Status != ledger.StatusPending || a.PR != e.PR {
@@ -88,6 +91,19 @@ func (s *State) check(e *ledger.Event) {
 	if rule != "" {
 		s.Breached[strconv.FormatInt(e.Seq, 10)] = &Breach{Seq: e.Seq, Event: e.Event, Schedule: e.ScheduleID, Key: e.IdempotencyKey, By: e.By, Rule: rule, Why: why}
 	}
+}
+
+// approvers counts the distinct approvers of the approval e completes,
+// e's own included.
+func (s *State) approvers(e *ledger.Event) int {
+	a := s.Approvals[e.ScheduleID]
+	if a == nil || a.Key != e.IdempotencyKey {
+		return 1
+	}
+	if a.ApprovedBy(e.By) {
+		return len(a.Approvers())
+	}
+	return len(a.Approvers()) + 1
 }
 
 // Decision is a person's decision replayed: who took it, so that a run can

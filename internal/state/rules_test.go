@@ -27,6 +27,12 @@ func requested(e *ledger.Event) *ledger.Event {
 	return e
 }
 
+// partial makes e one approval of several an approval needs.
+func partial(e *ledger.Event) *ledger.Event {
+	e.Status = ledger.StatusPartial
+	return e
+}
+
 func rules(b []Breach) []string {
 	var out []string
 	for _, x := range b {
@@ -41,6 +47,7 @@ func TestRulesFindForgedApprovals(t *testing.T) {
 	slot := time.Date(2026, 11, 22, 6, 0, 0, 0, time.UTC)
 	signed := ApprovalDetail{Via: ViaSignature, Signer: "SHA256:k", Token: "tok"}
 	merged := ApprovalDetail{Via: ViaPullRequest, Token: "pr-tok"}
+	quorum := ApprovalDetail{Via: ViaSignature, Signer: "SHA256:k", Required: 2}
 	for _, c := range []struct {
 		name string
 		evs  []*ledger.Event
@@ -96,6 +103,22 @@ func TestRulesFindForgedApprovals(t *testing.T) {
 			ruleEvent(2, ledger.ApprovalConsumed, "a", slot, "alice", signed),
 			ruleEvent(3, ledger.ApprovalApproved, "a", slot.Add(time.Hour), "alice", signed),
 		}, []string{RuleReused}},
+		{"two distinct approvers of two, then consumed", []*ledger.Event{
+			partial(ruleEvent(1, ledger.ApprovalApproved, "a", slot, "alice", quorum)),
+			ruleEvent(2, ledger.ApprovalApproved, "a", slot, "bob", quorum),
+			ruleEvent(3, ledger.ApprovalConsumed, "a", slot, "bob", quorum),
+		}, nil},
+		{"consumed with one approver of two", []*ledger.Event{
+			partial(ruleEvent(1, ledger.ApprovalApproved, "a", slot, "alice", quorum)),
+			ruleEvent(2, ledger.ApprovalConsumed, "a", slot, "alice", quorum),
+		}, []string{RuleUnapproved}},
+		{"completed by the same approver twice", []*ledger.Event{
+			partial(ruleEvent(1, ledger.ApprovalApproved, "a", slot, "alice", quorum)),
+			ruleEvent(2, ledger.ApprovalApproved, "a", slot, "ALICE", quorum),
+		}, []string{RuleShort}},
+		{"completed alone", []*ledger.Event{
+			ruleEvent(1, ledger.ApprovalApproved, "a", slot, "alice", quorum),
+		}, []string{RuleShort}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := New(slot)

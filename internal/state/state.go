@@ -3,6 +3,7 @@
 package state
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -211,7 +212,7 @@ type DeadLetter struct {
 type Approval struct {
 	Key         string          `json:"key"` // the run it approves
 	Slot        time.Time       `json:"slot"`
-	Status      string          `json:"status"` // pending | approved
+	Status      string          `json:"status"` // pending | partial (approved by some of its approvers, nothing requested) | approved
 	PR          int             `json:"pr,omitempty"`
 	Branch      string          `json:"branch,omitempty"`
 	Head        string          `json:"head,omitempty"`   // the commit astra wrote as its pull request's head
@@ -228,7 +229,33 @@ type Approval struct {
 	Proof       json.RawMessage `json:"proof,omitempty"`    // the signed token (via signature), checked again at use
 	Rollback    bool            `json:"rollback,omitempty"` // it approves the rollback of the run Key names, not a run
 	TraceID     string          `json:"trace_id,omitempty"`
-	Mode        string          `json:"mode,omitempty"` // of the run waiting for it
+	Mode        string          `json:"mode,omitempty"`   // of the run waiting for it
+	Quorum      *Quorum         `json:"quorum,omitempty"` // when it needs several approvers: who approved it so far
+}
+
+// Quorum is the approvers of an approval that needs several
+// (approvals_required).
+type Quorum struct {
+	Required  int      `json:"required"`
+	Approvers []string `json:"approvers,omitempty"`
+}
+
+// Approvers are who approved a so far, when it needs several.
+func (a *Approval) Approvers() []string {
+	if a.Quorum == nil {
+		return nil
+	}
+	return a.Quorum.Approvers
+}
+
+// ApprovedBy reports whether who has approved a, case-insensitively.
+func (a *Approval) ApprovedBy(who string) bool {
+	for _, b := range a.Approvers() {
+		if strings.EqualFold(b, who) {
+			return true
+		}
+	}
+	return false
 }
 
 // Grant is the approval an open run consumed: its retries run only while
@@ -488,6 +515,7 @@ type ApprovalDetail struct {
 	Proof    json.RawMessage `json:"proof,omitempty"`    // approval.approved via signature: the signed token, so a use checks the signature itself
 	Rollback bool            `json:"rollback,omitempty"` // the request is for the rollback of the run its key names
 	Settles  bool            `json:"settles,omitempty"`  // approval.refused: the request ends with it
+	Required int             `json:"required,omitempty"` // approval.approved: the distinct approvers the approval needs, when more than one
 }
 
 // planOf is the plan detail of a fan-out claim, nil for any other.
@@ -674,11 +702,16 @@ func (s *State) applyApproval(e *ledger.Event) {
 	switch e.Event {
 	case ledger.ApprovalRequested:
 		d := detailOf(e)
-		s.Approvals[e.ScheduleID] = &Approval{
+		a := &Approval{
 			Key: e.IdempotencyKey, Slot: e.Slot, Status: ledger.StatusPending, PR: e.PR, PayloadHash: e.PayloadHash,
 			RequestedAt: e.TS, ExpiresAt: e.ExpiresAt, TraceID: e.TraceID, Mode: e.Mode,
 			Branch: d.Branch, Head: d.Head, Token: d.Token, Action: d.Action, Event: d.Event, Rollback: d.Rollback,
 		}
+		if old := s.Approvals[e.ScheduleID]; old != nil && old.Key == a.Key && old.Status == ledger.StatusPartial && bytes.Equal(old.Action, a.Action) {
+			// Approvers who signed ahead of the request count towards it.
+			a.Quorum = old.Quorum
+		}
+		s.Approvals[e.ScheduleID] = a
 	case ledger.ApprovalApproved:
 		s.approved(e)
 	case ledger.ApprovalRejected, ledger.ApprovalExpired:
@@ -715,6 +748,24 @@ func (s *State) approved(e *ledger.Event) {
 		a = &Approval{Key: e.IdempotencyKey, Slot: e.Slot, RequestedAt: e.TS, TraceID: e.TraceID, Mode: e.Mode, PayloadHash: e.PayloadHash,
 			Event: d.Event, Rollback: d.Rollback}
 		s.Approvals[e.ScheduleID] = a
+		if e.Status == ledger.StatusPartial {
+			a.Status = ledger.StatusPartial
+		}
+	}
+	if d.Required > 1 {
+		q := &Quorum{Required: d.Required, Approvers: a.Approvers()}
+		if !a.ApprovedBy(e.By) {
+			q.Approvers = append(slices.Clip(q.Approvers), e.By)
+		}
+		a.Quorum = q
+	}
+	if len(d.Action) > 0 {
+		a.Action = d.Action
+	}
+	if e.Status == ledger.StatusPartial {
+		// One of several approvers: the request stays open (pending, or
+		// partial when nothing requested it yet) until the last one.
+		return
 	}
 	a.Status, a.By, a.Via, a.Signer, a.Comment = ledger.StatusApproved, e.By, d.Via, d.Signer, e.Comment
 	if e.PR != 0 {
@@ -725,9 +776,6 @@ func (s *State) approved(e *ledger.Event) {
 	}
 	if d.Token != "" {
 		a.Token = d.Token
-	}
-	if len(d.Action) > 0 {
-		a.Action = d.Action
 	}
 	a.Proof = d.Proof
 }
