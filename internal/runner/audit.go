@@ -113,6 +113,10 @@ type ScheduleChange struct {
 	Email   string    `json:"email,omitempty"`
 	When    time.Time `json:"committed_at,omitzero"`
 	Shallow bool      `json:"shallow,omitempty"` // the checkout's history ends at Commit: the change is in it or before it
+	// Changed: what a schedule.updated changed, when the ledger knew the
+	// settings before; Settings: all of them now (see settingsOf).
+	Changed  []FieldChange     `json:"changed,omitempty"`
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 // attribute adds to each schedule event the file that defines (or
@@ -120,8 +124,11 @@ type ScheduleChange struct {
 // walk for all of them, only in runs that record a change. A deleted
 // schedule's file is no longer known: its change is the last one to
 // schedules/.
-func (s *session) attribute(evs []*ledger.Event) {
-	if len(evs) == 0 || s.r.git == nil {
+//
+// details holds, by schedule id, what the event says besides: its
+// settings and what changed.
+func (s *session) attribute(evs []*ledger.Event, details map[string]ScheduleChange) {
+	if len(evs) == 0 {
 		return
 	}
 	files := map[string]string{}
@@ -146,7 +153,8 @@ func (s *session) attribute(evs []*ledger.Event) {
 		}
 	}
 	for _, ev := range evs {
-		ch := ScheduleChange{File: fileOf(ev)}
+		ch := details[ev.ScheduleID]
+		ch.File = fileOf(ev)
 		if c, ok := changes[ch.File]; ok {
 			ch.Commit, ch.Author, ch.Email, ch.When, ch.Shallow = c.Commit, c.Author, c.Email, c.When, c.Shallow
 		}

@@ -295,6 +295,7 @@ func (s *session) syncSchedules() error {
 	var evs []*ledger.Event
 	var enabled []pause // enabled again: what fell while disabled is recorded once
 	seen := map[string]bool{}
+	details := map[string]ScheduleChange{}
 	for _, sc := range s.r.cfg.Schedules {
 		seen[sc.ID] = true
 		h := definitionHash(sc)
@@ -305,6 +306,7 @@ func (s *session) syncSchedules() error {
 		switch old, ok := st.Known[sc.ID]; {
 		case !ok:
 			evs = append(evs, scheduleEvent(ledger.ScheduleCreated, sc, h))
+			details[sc.ID] = ScheduleChange{Settings: settingsOf(sc)}
 			n := NewSchedule{ID: sc.ID, Name: sc.Name, RunNow: sc.RunImmediately}
 			if sc.Spec != nil {
 				n.Next = sc.Spec.Next(s.now)
@@ -312,6 +314,12 @@ func (s *session) syncSchedules() error {
 			s.report.NewSchedules = append(s.report.NewSchedules, n)
 		case old != h || wasDisabled == sc.Enabled:
 			evs = append(evs, scheduleEvent(ledger.ScheduleUpdated, sc, h))
+			now := settingsOf(sc)
+			var before map[string]string
+			if prev := st.Schedules[sc.ID]; prev != nil && prev.Settings != nil {
+				before = prev.Settings.Fields
+			}
+			details[sc.ID] = ScheduleChange{Settings: now, Changed: changedSettings(before, now)}
 			if wasDisabled && sc.Enabled {
 				enabled = append(enabled, pause{sc, st.Schedules[sc.ID].DisabledAt})
 			}
@@ -327,7 +335,7 @@ func (s *session) syncSchedules() error {
 	for _, id := range gone {
 		evs = append(evs, &ledger.Event{Event: ledger.ScheduleDeleted, ScheduleID: id, Status: ledger.StatusDeleted})
 	}
-	s.attribute(evs)
+	s.attribute(evs, details)
 	if err := s.j.Record(evs...); err != nil {
 		return err
 	}
