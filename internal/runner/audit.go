@@ -53,7 +53,8 @@ func (s *session) recordDropped(c plan.Candidate) error {
 // (gitops.Repo). A Syncer without it records schedule changes without
 // their commit.
 type changeHistory interface {
-	LastChanges(paths []string, limit int) (map[string]gitops.Change, error)
+	LastChanges(from string, paths []string, limit int) (map[string]gitops.Change, error)
+	CheckoutHead() (string, error)
 }
 
 // schedulesDir is where schedule files live (config.SchedulesDir).
@@ -148,7 +149,7 @@ func (s *session) attribute(evs []*ledger.Event, details map[string]ScheduleChan
 	var changes map[string]gitops.Change
 	if hist, ok := s.r.git.(changeHistory); ok {
 		var err error
-		if changes, err = hist.LastChanges(dedupe(paths), maxHistoryWalk); err != nil {
+		if changes, err = hist.LastChanges(s.r.cfgCommit, dedupe(paths), maxHistoryWalk); err != nil {
 			s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("finding who changed the schedules: %v", err))
 		}
 	}

@@ -117,7 +117,10 @@ type Runner struct {
 	exec  Executor
 	git   Syncer
 	forge Forge
-	prior recovered // what recoverLeftovers recovered from, for the report
+	// cfgCommit is the commit cfg was read from (HEAD when the runner was
+	// made): schedule changes are credited by its history.
+	cfgCommit string
+	prior     recovered // what recoverLeftovers recovered from, for the report
 	// posture is the run's one check of the safety posture (posture.go).
 	posture postureVerdict
 	// clockChecked: the clock was held to a trusted time (clock.go).
@@ -149,7 +152,15 @@ func New(cfg *model.Config, opts Options, exec Executor, git Syncer, forge Forge
 	if opts.Sleep == nil {
 		opts.Sleep = sleep
 	}
-	return &Runner{cfg: cfg, opts: opts, exec: exec, git: git, forge: forge}
+	r := &Runner{cfg: cfg, opts: opts, exec: exec, git: git, forge: forge}
+	if hist, ok := git.(changeHistory); ok {
+		// cfg was read from the checkout as it is now: a sync later in
+		// the run moves HEAD past commits that did not make cfg, and a
+		// schedule's change is credited by the history up to this one.
+		// Unreadable, the walk starts at HEAD and reports its error.
+		r.cfgCommit, _ = hist.CheckoutHead()
+	}
+	return r
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
