@@ -117,11 +117,12 @@ type Change struct {
 
 // LastChanges finds, for each path (a file or a directory; absent counts
 // as a version), the newest commit whose version of it differs from its
-// first parent's, following first parents from HEAD (the checkout, where
-// schedules and policies are read). One walk serves every path and reads
-// at most limit commits, and only the trees along the paths in each; a
-// path not changed within them is left out of the result.
-func (r *Repo) LastChanges(paths []string, limit int) (map[string]Change, error) {
+// first parent's, following first parents from commit from (the one the
+// schedules and policies were read from; "" is HEAD, the checkout). One
+// walk serves every path and reads at most limit commits, and only the
+// trees along the paths in each; a path not changed within them is left
+// out of the result.
+func (r *Repo) LastChanges(from string, paths []string, limit int) (map[string]Change, error) {
 	out := map[string]Change{}
 	cur := map[string]plumbing.Hash{} // the version of each path still sought, at c
 	for _, path := range paths {
@@ -131,20 +132,24 @@ func (r *Repo) LastChanges(paths []string, limit int) (map[string]Change, error)
 		}
 		cur[p] = plumbing.ZeroHash
 	}
-	head, err := r.repo.Head()
-	if errors.Is(err, plumbing.ErrReferenceNotFound) {
-		return out, nil // unborn: nothing committed yet
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read HEAD: %w", err)
+	start := plumbing.NewHash(from)
+	if from == "" {
+		head, err := r.repo.Head()
+		if errors.Is(err, plumbing.ErrReferenceNotFound) {
+			return out, nil // unborn: nothing committed yet
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read HEAD: %w", err)
+		}
+		start = head.Hash()
 	}
 	boundary, err := r.shallowBoundary()
 	if err != nil {
 		return nil, err
 	}
-	c, err := object.GetCommit(r.st, head.Hash())
+	c, err := object.GetCommit(r.st, start)
 	if err != nil {
-		return nil, fmt.Errorf("read HEAD %s: %w", head.Hash(), err)
+		return nil, fmt.Errorf("read commit %s: %w", start, err)
 	}
 	for p := range cur {
 		if cur[p], err = r.versionAt(c, p); err != nil {
@@ -219,4 +224,17 @@ func (r *Repo) shallowBoundary() (map[plumbing.Hash]bool, error) {
 		boundary[s] = true
 	}
 	return boundary, nil
+}
+
+// CheckoutHead is the commit checked out (HEAD), where schedules and
+// policies are read; "" before the first commit.
+func (r *Repo) CheckoutHead() (string, error) {
+	head, err := r.repo.Head()
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read HEAD: %w", err)
+	}
+	return head.Hash().String(), nil
 }

@@ -117,7 +117,7 @@ func TestLastChanges(t *testing.T) {
 	}
 	check := func(r *Repo, path string, limit int, want string, wantOK, shallow bool) {
 		t.Helper()
-		all, err := r.LastChanges([]string{path, "policies/p.yaml"}, limit)
+		all, err := r.LastChanges("", []string{path, "policies/p.yaml"}, limit)
 		ch, ok := all[path]
 		if err != nil || ok != wantOK || (ok && (ch.Commit != want || ch.Shallow != shallow)) {
 			t.Fatalf("LastChanges(%s, %d) = %+v %v %v; want %s %v shallow %v", path, limit, ch, ok, err, want, wantOK, shallow)
@@ -126,7 +126,7 @@ func TestLastChanges(t *testing.T) {
 	check(r, "schedules/b.yaml", 10, added, true, false)
 	check(r, "schedules", 10, added, true, false)
 	check(r, "schedules/b.yaml", 3, "", false, false) // not within the last 3 commits
-	if all, _ := r.LastChanges([]string{"schedules/b.yaml"}, 10); all["schedules/b.yaml"].Author != "Alice" || all["schedules/b.yaml"].Email != "alice@example.com" {
+	if all, _ := r.LastChanges("", []string{"schedules/b.yaml"}, 10); all["schedules/b.yaml"].Author != "Alice" || all["schedules/b.yaml"].Email != "alice@example.com" {
 		t.Fatalf("author %+v", all)
 	}
 	seed1 := gitCmd(t, dir, "rev-list", "--max-parents=0", "HEAD")

@@ -53,7 +53,8 @@ func (s *session) recordDropped(c plan.Candidate) error {
 // (gitops.Repo). A Syncer without it records schedule changes without
 // their commit.
 type changeHistory interface {
-	LastChanges(paths []string, limit int) (map[string]gitops.Change, error)
+	LastChanges(from string, paths []string, limit int) (map[string]gitops.Change, error)
+	CheckoutHead() (string, error)
 }
 
 // schedulesDir is where schedule files live (config.SchedulesDir).
@@ -113,6 +114,10 @@ type ScheduleChange struct {
 	Email   string    `json:"email,omitempty"`
 	When    time.Time `json:"committed_at,omitzero"`
 	Shallow bool      `json:"shallow,omitempty"` // the checkout's history ends at Commit: the change is in it or before it
+	// Changed: what a schedule.updated changed, when the ledger knew the
+	// settings before; Settings: all of them now (see settingsOf).
+	Changed  []FieldChange     `json:"changed,omitempty"`
+	Settings map[string]string `json:"settings,omitempty"`
 }
 
 // attribute adds to each schedule event the file that defines (or
@@ -120,8 +125,11 @@ type ScheduleChange struct {
 // walk for all of them, only in runs that record a change. A deleted
 // schedule's file is no longer known: its change is the last one to
 // schedules/.
-func (s *session) attribute(evs []*ledger.Event) {
-	if len(evs) == 0 || s.r.git == nil {
+//
+// details holds, by schedule id, what the event says besides: its
+// settings and what changed.
+func (s *session) attribute(evs []*ledger.Event, details map[string]ScheduleChange) {
+	if len(evs) == 0 {
 		return
 	}
 	files := map[string]string{}
@@ -141,12 +149,13 @@ func (s *session) attribute(evs []*ledger.Event) {
 	var changes map[string]gitops.Change
 	if hist, ok := s.r.git.(changeHistory); ok {
 		var err error
-		if changes, err = hist.LastChanges(dedupe(paths), maxHistoryWalk); err != nil {
+		if changes, err = hist.LastChanges(s.r.cfgCommit, dedupe(paths), maxHistoryWalk); err != nil {
 			s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("finding who changed the schedules: %v", err))
 		}
 	}
 	for _, ev := range evs {
-		ch := ScheduleChange{File: fileOf(ev)}
+		ch := details[ev.ScheduleID]
+		ch.File = fileOf(ev)
 		if c, ok := changes[ch.File]; ok {
 			ch.Commit, ch.Author, ch.Email, ch.When, ch.Shallow = c.Commit, c.Author, c.Email, c.When, c.Shallow
 		}

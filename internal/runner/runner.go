@@ -117,7 +117,10 @@ type Runner struct {
 	exec  Executor
 	git   Syncer
 	forge Forge
-	prior recovered // what recoverLeftovers recovered from, for the report
+	// cfgCommit is the commit cfg was read from (HEAD when the runner was
+	// made): schedule changes are credited by its history.
+	cfgCommit string
+	prior     recovered // what recoverLeftovers recovered from, for the report
 	// posture is the run's one check of the safety posture (posture.go).
 	posture postureVerdict
 	// clockChecked: the clock was held to a trusted time (clock.go).
@@ -149,7 +152,15 @@ func New(cfg *model.Config, opts Options, exec Executor, git Syncer, forge Forge
 	if opts.Sleep == nil {
 		opts.Sleep = sleep
 	}
-	return &Runner{cfg: cfg, opts: opts, exec: exec, git: git, forge: forge}
+	r := &Runner{cfg: cfg, opts: opts, exec: exec, git: git, forge: forge}
+	if hist, ok := git.(changeHistory); ok {
+		// cfg was read from the checkout as it is now: a sync later in
+		// the run moves HEAD past commits that did not make cfg, and a
+		// schedule's change is credited by the history up to this one.
+		// Unreadable, the walk starts at HEAD and reports its error.
+		r.cfgCommit, _ = hist.CheckoutHead()
+	}
+	return r
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -295,6 +306,7 @@ func (s *session) syncSchedules() error {
 	var evs []*ledger.Event
 	var enabled []pause // enabled again: what fell while disabled is recorded once
 	seen := map[string]bool{}
+	details := map[string]ScheduleChange{}
 	for _, sc := range s.r.cfg.Schedules {
 		seen[sc.ID] = true
 		h := definitionHash(sc)
@@ -305,6 +317,7 @@ func (s *session) syncSchedules() error {
 		switch old, ok := st.Known[sc.ID]; {
 		case !ok:
 			evs = append(evs, scheduleEvent(ledger.ScheduleCreated, sc, h))
+			details[sc.ID] = ScheduleChange{Settings: settingsOf(sc)}
 			n := NewSchedule{ID: sc.ID, Name: sc.Name, RunNow: sc.RunImmediately}
 			if sc.Spec != nil {
 				n.Next = sc.Spec.Next(s.now)
@@ -312,6 +325,12 @@ func (s *session) syncSchedules() error {
 			s.report.NewSchedules = append(s.report.NewSchedules, n)
 		case old != h || wasDisabled == sc.Enabled:
 			evs = append(evs, scheduleEvent(ledger.ScheduleUpdated, sc, h))
+			now := settingsOf(sc)
+			var before map[string]string
+			if prev := st.Schedules[sc.ID]; prev != nil && prev.Settings != nil {
+				before = prev.Settings.Fields
+			}
+			details[sc.ID] = ScheduleChange{Settings: now, Changed: changedSettings(before, now)}
 			if wasDisabled && sc.Enabled {
 				enabled = append(enabled, pause{sc, st.Schedules[sc.ID].DisabledAt})
 			}
@@ -327,7 +346,7 @@ func (s *session) syncSchedules() error {
 	for _, id := range gone {
 		evs = append(evs, &ledger.Event{Event: ledger.ScheduleDeleted, ScheduleID: id, Status: ledger.StatusDeleted})
 	}
-	s.attribute(evs)
+	s.attribute(evs, details)
 	if err := s.j.Record(evs...); err != nil {
 		return err
 	}

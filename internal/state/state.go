@@ -160,6 +160,16 @@ type Schedule struct {
 	// DisabledAt; its slots are not due, and its retries wait.
 	Disabled   bool      `json:"disabled,omitempty"`
 	DisabledAt time.Time `json:"disabled_at,omitzero"`
+	// Settings: the definition's settings as its last schedule.created or
+	// updated recorded them (values of secret ones by hash), for the next
+	// schedule.updated to say what changed.
+	Settings *Settings `json:"settings,omitempty"`
+}
+
+// Settings are a schedule definition's settings by dotted name (a struct,
+// so that the snapshot stores them as one JSON column).
+type Settings struct {
+	Fields map[string]string `json:"fields"`
 }
 
 // Open is a slot that has started but not ended.
@@ -821,6 +831,12 @@ func (s *State) applySchedule(e *ledger.Event) {
 		sc.Disabled, sc.DisabledAt = true, e.TS
 	case !disabled:
 		sc.Disabled, sc.DisabledAt = false, time.Time{}
+	}
+	var d struct {
+		Settings map[string]string `json:"settings"`
+	}
+	if json.Unmarshal(e.Detail, &d) == nil && d.Settings != nil {
+		sc.Settings = &Settings{Fields: d.Settings}
 	}
 	s.Known[e.ScheduleID] = e.PayloadHash
 }
