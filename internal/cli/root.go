@@ -153,6 +153,8 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.initCmd(),
 		a.doctorCmd(),
 		a.trustCmd(),
+		a.pauseCmd(true),
+		a.pauseCmd(false),
 	)
 	root.InitDefaultCompletionCmd()
 	rejectUnknownSubcommands(root)

@@ -96,6 +96,10 @@ const (
 	// sealed ledger, or holding events no lost outcome push makes); the
 	// branch is kept under astra/spill-refused/.
 	SpillRefused Kind = "spill.refused"
+	// AstraPaused: a person stopped every run (astra pause --all), with
+	// why: until AstraResumed, nothing starts (run.skipped, reason paused).
+	AstraPaused  Kind = "astra.paused"
+	AstraResumed Kind = "astra.resumed"
 )
 
 // Reasons carried by run.skipped and run.failed events.
@@ -160,6 +164,7 @@ const (
 	StatusCorrected  = "corrected" // ledger.clock_corrected
 	StatusRestored   = "restored"  // ledger.tampered: astra's files were put back
 	StatusRequested  = "requested" // backfill.requested
+	StatusPaused     = "paused"    // astra.paused
 )
 
 // ClockTest is the clock field of an event a test clock dated (--now

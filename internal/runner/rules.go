@@ -28,6 +28,8 @@ var verbOf = map[ledger.Kind]string{
 	ledger.TrustResumed:       model.VerbTrustResume,
 	ledger.DeadLetterReleased: model.VerbDeadLetterRetry,
 	ledger.ClockCorrected:     model.VerbCorrectClock,
+	ledger.AstraPaused:        model.VerbPause,
+	ledger.AstraResumed:       model.VerbPause,
 }
 
 // checkRules reports what broke the ledger's rules in the events this
