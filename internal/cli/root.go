@@ -155,6 +155,7 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.trustCmd(),
 		a.pauseCmd(true),
 		a.pauseCmd(false),
+		a.cancelCmd(),
 	)
 	root.InitDefaultCompletionCmd()
 	rejectUnknownSubcommands(root)

@@ -100,6 +100,9 @@ const (
 	// why: until AstraResumed, nothing starts (run.skipped, reason paused).
 	AstraPaused  Kind = "astra.paused"
 	AstraResumed Kind = "astra.resumed"
+	// RunCancelled: a person withdrew a pending retry or approval request
+	// of one run (astra cancel), with why: it does not run.
+	RunCancelled Kind = "run.cancelled"
 )
 
 // Reasons carried by run.skipped and run.failed events.
@@ -165,6 +168,7 @@ const (
 	StatusRestored   = "restored"  // ledger.tampered: astra's files were put back
 	StatusRequested  = "requested" // backfill.requested
 	StatusPaused     = "paused"    // astra.paused
+	StatusCancelled  = "cancelled" // run.cancelled
 )
 
 // ClockTest is the clock field of an event a test clock dated (--now

@@ -30,6 +30,7 @@ var verbOf = map[ledger.Kind]string{
 	ledger.ClockCorrected:     model.VerbCorrectClock,
 	ledger.AstraPaused:        model.VerbPause,
 	ledger.AstraResumed:       model.VerbPause,
+	ledger.RunCancelled:       model.VerbCancel,
 }
 
 // checkRules reports what broke the ledger's rules in the events this

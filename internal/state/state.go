@@ -545,6 +545,12 @@ func (s *State) Apply(e *ledger.Event) {
 	case ledger.ApprovalRequested, ledger.ApprovalApproved, ledger.ApprovalRejected, ledger.ApprovalExpired,
 		ledger.ApprovalConsumed, ledger.ApprovalRefused, ledger.ApprovalIgnored:
 		s.applyApproval(e)
+	case ledger.RunCancelled: // a pending retry or approval request withdrawn
+		s.delOpen(e.IdempotencyKey)
+		delete(s.Granted, e.IdempotencyKey)
+		if a := s.Approvals[e.ScheduleID]; a != nil && a.Key == e.IdempotencyKey {
+			delete(s.Approvals, e.ScheduleID)
+		}
 	case ledger.BudgetWarning, ledger.BudgetExceeded, ledger.BudgetPaused, ledger.BudgetResumed:
 		s.applyBudget(e)
 	case ledger.ScheduleCreated, ledger.ScheduleUpdated, ledger.ScheduleDeleted:
