@@ -153,6 +153,9 @@ Settings (.astra.yaml at the repository root, or ASTRA_<KEY> env vars):
 		a.initCmd(),
 		a.doctorCmd(),
 		a.trustCmd(),
+		a.pauseCmd(true),
+		a.pauseCmd(false),
+		a.cancelCmd(),
 	)
 	root.InitDefaultCompletionCmd()
 	rejectUnknownSubcommands(root)

@@ -44,6 +44,7 @@ type scheduleJSON struct {
 	Source      string `json:"source"`
 	ResultRoute string `json:"result_route"`
 	LastRun     string `json:"last_run,omitempty"` // when its last run ended, and how: "2026-11-22T09:00:31Z completed"
+	Paused      bool   `json:"paused,omitempty"`   // astra pause --all holds: nothing of it starts
 }
 
 // schedulesListOptions are `astra schedules list`'s flags.
@@ -86,7 +87,7 @@ func (a *app) runSchedulesList(_ context.Context, o schedulesListOptions) error 
 			ID: s.ID, Name: s.Name, Type: s.Type, Tenant: s.Tenant, Trigger: introspect.TriggerOf(s),
 			Timezone: s.Timezone, Tool: s.TargetTool, Tier: int(s.SafetyTier), Autonomy: s.Autonomy.Short(),
 			Actor: s.Actor, Priority: s.Priority, Enabled: s.Enabled, PerDay: s.PerDayBudget,
-			Source: s.Meta.Pos.String(), ResultRoute: s.ResultRoute.Type,
+			Source: s.Meta.Pos.String(), ResultRoute: s.ResultRoute.Type, Paused: st.Stopped != nil,
 		})
 		if ss := st.Schedules[s.ID]; ss != nil && !ss.LastRunAt.IsZero() {
 			rows[len(rows)-1].LastRun = fmtTime(ss.LastRunAt) + " " + ss.LastStatus
@@ -97,6 +98,9 @@ func (a *app) runSchedulesList(_ context.Context, o schedulesListOptions) error 
 	tenant := func(string) string { return "" }
 	if cfg.Tenants() > 1 {
 		tenant = func(t string) string { return "\t" + cmp.Or(t, "-") }
+	}
+	if p := st.Stopped; p != nil && !a.json() {
+		fmt.Fprintf(a.stdout, "PAUSED by %s at %s: %s; nothing starts until `astra resume --all`\n", p.By, p.At.UTC().Format(time.RFC3339), p.Reason)
 	}
 	return printRows(a, rows, "", "ID\tNAME"+tenant("TENANT")+"\tTRIGGER\tTZ\tTOOL\tTIER\tAUTONOMY\tACTOR\tENABLED\tLAST RUN", func(r scheduleJSON) string {
 		return fmt.Sprintf("%s\t%s%s\t%s\t%s\t%s\t%d\t%s\t%s\t%v\t%s", r.ID, r.Name, tenant(r.Tenant), r.Trigger, r.Timezone, r.Tool, r.Tier, r.Autonomy, r.Actor, r.Enabled, cmp.Or(r.LastRun, "never"))

@@ -66,4 +66,7 @@ func printStatus(w io.Writer, s introspect.Status) {
 		paused = s.Paused + " (`astra budget resume` lifts it)"
 	}
 	fmt.Fprintf(w, "budget paused:     %s\n", paused)
+	if p := s.Stopped; p != nil {
+		fmt.Fprintf(w, "PAUSED:            by %s at %s: %s; nothing starts until `astra resume --all`\n", p.By, p.At.UTC().Format(time.RFC3339), p.Reason)
+	}
 }

@@ -94,6 +94,10 @@ func Check(in Input) Decision {
 	if tool == nil {
 		return skip(ledger.ReasonPolicy, "tool %q is not in the catalog", s.TargetTool)
 	}
+	if p := in.State.Stopped; p != nil {
+		return skip(ledger.ReasonPaused, "astra is paused (astra pause --all by %s at %s: %s); nothing starts until `astra resume --all`",
+			p.By, p.At.UTC().Format(time.RFC3339), p.Reason)
+	}
 	if s.Quarantine && in.State.Quarantined(s.ID) {
 		return skip(ledger.ReasonDeadLetter, "schedule is quarantined after a dead letter; release it with `astra dead-letter retry %s`", s.ID)
 	}

@@ -23,6 +23,8 @@ type Status struct {
 	Approvals   int    `json:"approvals_pending"`
 	DeadLetters int    `json:"dead_letters"`
 	Paused      string `json:"paused,omitempty"` // the global budget's pause, "" when none
+	// Stopped is the emergency stop in force (astra pause --all), nil when none.
+	Stopped *state.Stop `json:"stopped,omitempty"`
 }
 
 // staleMargin is how late an idle tick may be recorded before the cron is
@@ -31,7 +33,8 @@ const staleMargin = 30 * time.Minute
 
 // StatusOf is the status at st.Now.
 func StatusOf(cfg *model.Config, st *state.State) Status {
-	s := Status{Now: st.Now, LastTick: st.LastTick, DeadLetters: len(st.DeadLetters), Paused: BudgetReport(cfg, st).Global.Paused()}
+	s := Status{Now: st.Now, LastTick: st.LastTick, DeadLetters: len(st.DeadLetters), Paused: BudgetReport(cfg, st).Global.Paused(),
+		Stopped: st.Stopped}
 	for _, a := range st.Approvals {
 		if a.Status == ledger.StatusPending {
 			s.Approvals++

@@ -96,6 +96,13 @@ const (
 	// sealed ledger, or holding events no lost outcome push makes); the
 	// branch is kept under astra/spill-refused/.
 	SpillRefused Kind = "spill.refused"
+	// AstraPaused: a person stopped every run (astra pause --all), with
+	// why: until AstraResumed, nothing starts (run.skipped, reason paused).
+	AstraPaused  Kind = "astra.paused"
+	AstraResumed Kind = "astra.resumed"
+	// RunCancelled: a person withdrew a pending retry or approval request
+	// of one run (astra cancel), with why: it does not run.
+	RunCancelled Kind = "run.cancelled"
 )
 
 // Reasons carried by run.skipped and run.failed events.
@@ -161,6 +168,8 @@ const (
 	StatusRestored   = "restored"  // ledger.tampered: astra's files were put back
 	StatusRequested  = "requested" // backfill.requested
 	StatusPartial    = "partial"   // approval.approved by one of several approvers an approval needs
+	StatusPaused     = "paused"    // astra.paused
+	StatusCancelled  = "cancelled" // run.cancelled
 )
 
 // ClockTest is the clock field of an event a test clock dated (--now

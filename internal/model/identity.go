@@ -21,11 +21,13 @@ const (
 	VerbTrustResume     = "trust_resume" // tier 2 again after a tampered ledger was restored
 	VerbMigrate         = "migrate"      // move the ledger to another branch
 	VerbBackfill        = "backfill"     // run a schedule's past slots (astra backfill)
+	VerbPause           = "pause"        // stop every run, and start them again (astra pause/resume --all)
+	VerbCancel          = "cancel"       // withdraw a pending retry or approval request (astra cancel)
 )
 
 // Verbs lists every verb, in the order the documentation gives them.
 var Verbs = []string{VerbApprove, VerbReject, VerbResume, VerbDeadLetterRetry, VerbMemoryPurge,
-	VerbRun, VerbTrigger, VerbRollback, VerbInitForce, VerbCorrectClock, VerbTrustResume, VerbMigrate, VerbBackfill}
+	VerbRun, VerbTrigger, VerbRollback, VerbInitForce, VerbCorrectClock, VerbTrustResume, VerbMigrate, VerbBackfill, VerbPause, VerbCancel}
 
 // Issuer is an OIDC issuer whose JWTs may call astra (astra trigger --jwt).
 type Issuer struct {

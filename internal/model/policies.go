@@ -24,7 +24,7 @@ type Policies struct {
 	Budget       GlobalBudget         `yaml:"budget" json:"budget"`
 	Approvers    map[string][]string  `yaml:"approvers" json:"approvers" doc:"Older name of roles, still accepted; once loaded it holds the same roles as roles."`
 	Roles        map[string][]string  `yaml:"roles" json:"roles" doc:"Role name to GitHub logins or @org/team slugs."`
-	Permissions  map[string][]string  `yaml:"permissions" json:"permissions" doc:"Verb (approve, reject, resume, dead_letter_retry, memory_purge, run, trigger, rollback, init_force, correct_clock, trust_resume, migrate, backfill) to the roles allowed; a verb left out takes approve's roles."`
+	Permissions  map[string][]string  `yaml:"permissions" json:"permissions" doc:"Verb (approve, reject, resume, dead_letter_retry, memory_purge, run, trigger, rollback, init_force, correct_clock, trust_resume, migrate, backfill, pause, cancel) to the roles allowed; a verb left out takes approve's roles."`
 	Identities   map[string]string    `yaml:"identities" json:"identities" doc:"git config user.email to GitHub login, for commands run outside CI."`
 	Issuers      []*Issuer            `yaml:"issuers" json:"issuers" doc:"OIDC issuers whose JWTs may trigger events."`
 	Trust        Trust                `yaml:"trust" json:"trust" doc:"What the repository's trust rests on: the ledger key, its GitHub environment, an accepted risk."`

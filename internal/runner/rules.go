@@ -28,6 +28,9 @@ var verbOf = map[ledger.Kind]string{
 	ledger.TrustResumed:       model.VerbTrustResume,
 	ledger.DeadLetterReleased: model.VerbDeadLetterRetry,
 	ledger.ClockCorrected:     model.VerbCorrectClock,
+	ledger.AstraPaused:        model.VerbPause,
+	ledger.AstraResumed:       model.VerbPause,
+	ledger.RunCancelled:       model.VerbCancel,
 }
 
 // checkRules reports what broke the ledger's rules in the events this

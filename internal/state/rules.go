@@ -129,7 +129,7 @@ func (s *State) Decisions() []Decision { return s.decided }
 func (s *State) decision(e *ledger.Event) {
 	switch e.Event {
 	case ledger.ApprovalApproved, ledger.ApprovalRejected, ledger.BudgetResumed, ledger.TrustResumed,
-		ledger.DeadLetterReleased, ledger.ClockCorrected:
+		ledger.DeadLetterReleased, ledger.ClockCorrected, ledger.AstraPaused, ledger.AstraResumed, ledger.RunCancelled:
 	default:
 		return
 	}

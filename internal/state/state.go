@@ -123,6 +123,15 @@ type snapshot struct {
 	Tampered    map[string]time.Time   `json:"tampered"`            // seq of a ledger.tampered no trust.resumed acknowledged since -> its ts
 	Breached    map[string]*Breach     `json:"breached"`            // seq of an event that broke a rule, until a ledger.tampered names it (rules.go)
 	LastTick    *Tick                  `json:"last_tick,omitempty"` // the newest tick recorded
+	Stopped     *Stop                  `json:"stopped,omitempty"`   // astra pause --all not resumed since
+}
+
+// Stop is the emergency stop in force (ledger.AstraPaused): nothing
+// starts until a person resumes.
+type Stop struct {
+	At     time.Time `json:"at"`
+	By     string    `json:"by"`
+	Reason string    `json:"reason"`
 }
 
 // TickEvery is how often a cron tick that recorded nothing else is
@@ -574,6 +583,12 @@ func (s *State) Apply(e *ledger.Event) {
 	case ledger.ApprovalRequested, ledger.ApprovalApproved, ledger.ApprovalRejected, ledger.ApprovalExpired,
 		ledger.ApprovalConsumed, ledger.ApprovalRefused, ledger.ApprovalIgnored:
 		s.applyApproval(e)
+	case ledger.RunCancelled: // a pending retry or approval request withdrawn
+		s.delOpen(e.IdempotencyKey)
+		delete(s.Granted, e.IdempotencyKey)
+		if a := s.Approvals[e.ScheduleID]; a != nil && a.Key == e.IdempotencyKey {
+			delete(s.Approvals, e.ScheduleID)
+		}
 	case ledger.BudgetWarning, ledger.BudgetExceeded, ledger.BudgetPaused, ledger.BudgetResumed:
 		s.applyBudget(e)
 	case ledger.ScheduleCreated, ledger.ScheduleUpdated, ledger.ScheduleDeleted:
@@ -612,6 +627,13 @@ func (s *State) Apply(e *ledger.Event) {
 		s.reported(e)
 	case ledger.TrustResumed:
 		clear(s.Tampered)
+	case ledger.AstraPaused:
+		p := &Stop{}
+		_ = json.Unmarshal(e.Detail, p) // its reason; a pause without one still stops
+		p.At, p.By = e.TS, e.By
+		s.Stopped = p
+	case ledger.AstraResumed:
+		s.Stopped = nil
 	}
 }
 
@@ -1066,6 +1088,9 @@ func (s *State) add(snap *snapshot) {
 	maps.Copy(s.Early, snap.Early)
 	maps.Copy(s.Tampered, snap.Tampered)
 	maps.Copy(s.Breached, snap.Breached)
+	if snap.Stopped != nil {
+		s.Stopped = snap.Stopped
+	}
 	if t := snap.LastTick; t != nil && (s.LastTick == nil || t.At.After(s.LastTick.At)) {
 		s.LastTick = t
 	}

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/astra-gitops/astra/internal/errkind"
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/plan"
+)
+
+// cancelOptions are `astra cancel`'s flags.
+type cancelOptions struct {
+	reason string
+	by     string
+	run    runFlags
+}
+
+func (a *app) cancelCmd() *cobra.Command {
+	var o cancelOptions
+	cmd := &cobra.Command{
+		Use:   "cancel <key|run id> --reason TEXT",
+		Short: "Withdraw a pending retry or approval request of one run (recorded)",
+		Long: `cancel records run.cancelled with who you are and why: the run's waiting
+retry, or its approval request (pending, or approved and not yet run), is
+withdrawn and the next run-due does not run it. Name the run by its
+idempotency key (schedule@slot) or a run id (key#attempt). A run that is
+running is not stopped. An approval pull request stays open: close it.
+
+It records, so it runs where the ledger key is. It needs the cancel
+permission (default: whoever may approve).`,
+		Example: `  astra cancel nightly@2026-11-22T01:00:00Z --reason "superseded by the fix"`,
+		Args:    cobra.ExactArgs(1),
+		RunE:    func(cmd *cobra.Command, args []string) error { return a.runCancel(cmd.Context(), args[0], o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.reason, "reason", "", "why it should not run: recorded")
+	f.BoolVar(&o.run.dryRun, "dry-run", false, "check who may cancel; record nothing")
+	f.BoolVar(&o.run.noPush, "no-push", false, "commit locally, do not push")
+	byFlag(cmd, &o.by)
+	_ = cmd.MarkFlagRequired("reason")
+	return cmd
+}
+
+// runCancel is `astra cancel`.
+func (a *app) runCancel(ctx context.Context, ref string, o cancelOptions) error {
+	if strings.TrimSpace(o.reason) == "" {
+		return errkind.Usagef("--reason is empty: say why it should not run, it is recorded")
+	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+	r, err := a.newRunner(cfg, o.run, plan.Filter{}, 1)
+	if err != nil {
+		return err
+	}
+	id, err := a.who(ctx, r, cfg, model.VerbCancel, ref, o.by, o.run)
+	if err != nil {
+		return err
+	}
+	rep, key, err := r.Cancel(ctx, ref, o.reason, id)
+	if err == nil {
+		verb := "cancelled"
+		if o.run.dryRun {
+			verb = "would cancel"
+		}
+		fmt.Fprintf(a.stdout, "%s %s as %s: it does not run\n", verb, key, id.Login)
+	}
+	return a.finishRecord(rep, err)
+}

@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/astra-gitops/astra/internal/errkind"
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/plan"
+)
+
+// pauseOptions are the flags of `astra pause` and `astra resume`.
+type pauseOptions struct {
+	all    bool
+	reason string
+	by     string
+	run    runFlags
+}
+
+// pauseCmd is `astra pause` (stop true) or `astra resume` (stop false).
+func (a *app) pauseCmd(stop bool) *cobra.Command {
+	var o pauseOptions
+	use, short, example := "resume", "Lift the emergency stop: runs start again (recorded)",
+		`  astra resume --all --reason "the runaway tool is fixed"`
+	if stop {
+		use, short, example = "pause", "Emergency stop: no run starts until astra resume --all (recorded)",
+			`  astra pause --all --reason "a tool is spamming the tracker"`
+	}
+	cmd := &cobra.Command{
+		Use:   use + " --all --reason TEXT",
+		Short: short,
+		Long: `astra pause --all records astra.paused with who you are and why: from then
+on every run-due, run, trigger and plan starts nothing, and each task it
+would have started is recorded as skipped (reason paused). astra resume
+--all records astra.resumed, and the next tick runs what is due. Commands
+that only read, and resuming, work while paused; astra status and
+astra schedules list say it is paused.
+
+It records, so it runs where the ledger key is. It needs the pause
+permission (default: whoever may approve).`,
+		Example: example,
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return a.runPause(cmd.Context(), stop, o) },
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.all, "all", false, "every schedule (required: the stop is repository-wide)")
+	f.StringVar(&o.reason, "reason", "", "why: recorded")
+	f.BoolVar(&o.run.dryRun, "dry-run", false, "check who may do it; record nothing")
+	f.BoolVar(&o.run.noPush, "no-push", false, "commit locally, do not push")
+	byFlag(cmd, &o.by)
+	_ = cmd.MarkFlagRequired("reason")
+	return cmd
+}
+
+// runPause is `astra pause` and `astra resume`.
+func (a *app) runPause(ctx context.Context, stop bool, o pauseOptions) error {
+	if !o.all {
+		return errkind.Usagef("--all is required: the stop holds for every schedule (to stop one schedule, set enabled: false)")
+	}
+	if strings.TrimSpace(o.reason) == "" {
+		return errkind.Usagef("--reason is empty: say why, it is recorded")
+	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+	r, err := a.newRunner(cfg, o.run, plan.Filter{}, 1)
+	if err != nil {
+		return err
+	}
+	id, err := a.who(ctx, r, cfg, model.VerbPause, "every run", o.by, o.run)
+	if err != nil {
+		return err
+	}
+	rep, err := r.PauseAll(ctx, stop, o.reason, id)
+	if err == nil {
+		what := "paused: no run starts until astra resume --all"
+		if !stop {
+			what = "resumed: runs start again"
+		}
+		if o.run.dryRun {
+			what = "would be " + what
+		}
+		fmt.Fprintf(a.stdout, "%s as %s\n", what, id.Login)
+	}
+	return a.finishRecord(rep, err)
+}

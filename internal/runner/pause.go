@@ -1,0 +1,79 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/astra-gitops/astra/internal/errkind"
+	"github.com/astra-gitops/astra/internal/identity"
+	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/state"
+)
+
+// PauseAll is `astra pause --all` (stop true) and `astra resume --all`
+// (stop false): the emergency stop. While it holds, every gate skips
+// (reason paused), so run-due, run, trigger and plan start nothing; the
+// commands that only read, and resuming, still work.
+func (r *Runner) PauseAll(ctx context.Context, stop bool, reason string, id identity.Identity) (*Report, error) {
+	what, kind, status := "resume every run", ledger.AstraResumed, ledger.StatusResumed
+	if stop {
+		what, kind, status = "pause every run", ledger.AstraPaused, ledger.StatusPaused
+	}
+	return r.record(ctx, what, func(s *session) ([]*ledger.Event, error) {
+		if err := s.permit(ctx, model.VerbPause, "every run", id, nil); err != nil {
+			return nil, err
+		}
+		switch cur := s.state().Stopped; {
+		case stop && cur != nil:
+			return nil, errkind.Usagef("astra is already paused, by %s: %s", cur.By, cur.Reason)
+		case !stop && cur == nil:
+			return nil, errkind.Usagef("astra is not paused: nothing to resume")
+		}
+		d, _ := json.Marshal(map[string]string{"reason": reason})
+		return []*ledger.Event{{Event: kind, Status: status, By: by(id), Detail: d, Error: reason}}, nil
+	})
+}
+
+// Cancel is `astra cancel`: a person withdraws the pending retry or
+// approval request of one run, named by its idempotency key or a run id
+// ("<key>#<attempt>"), and it does not run. A running attempt is not
+// stopped. It returns the key cancelled.
+func (r *Runner) Cancel(ctx context.Context, ref, reason string, id identity.Identity) (*Report, string, error) {
+	key, _, _ := strings.Cut(ref, "#")
+	rep, err := r.record(ctx, "cancel", func(s *session) ([]*ledger.Event, error) {
+		st := s.state()
+		ev := &ledger.Event{Event: ledger.RunCancelled, IdempotencyKey: key, Status: ledger.StatusCancelled, By: by(id), Error: reason}
+		var what string
+		if o := st.Open[key]; o != nil {
+			if o.Status != state.OpenRetry {
+				return nil, errkind.Usagef("%s is running (claimed by %s), not waiting: cancel withdraws a pending retry or approval request", key, o.Runner)
+			}
+			ev.ScheduleID, ev.Slot, ev.Attempt, ev.Mode, ev.TraceID = o.ScheduleID, o.Slot, o.Attempt, o.Mode, o.TraceID
+			what = fmt.Sprintf("retry %d", o.Attempt)
+		} else {
+			for sid, a := range st.Approvals {
+				if a.Key == key {
+					ev.ScheduleID, ev.Slot, ev.PR = sid, a.Slot, a.PR
+					what = "approval request (" + a.Status + ")"
+				}
+			}
+		}
+		if what == "" {
+			return nil, errkind.Usagef("nothing pending for %q: cancel takes the key or run id of a waiting retry or approval request (see `astra schedules next`, `astra approvals list`)", ref)
+		}
+		sc := r.cfg.Schedule(ev.ScheduleID)
+		if err := s.permit(ctx, model.VerbCancel, key, id, sc); err != nil {
+			return nil, err
+		}
+		if sc != nil {
+			ev.Actor, ev.Tenant, ev.Tool, ev.Tier = sc.Actor, sc.Tenant, sc.TargetTool, int(sc.SafetyTier)
+		}
+		d, _ := json.Marshal(map[string]string{"reason": reason, "withdrawn": what})
+		ev.Detail = d
+		return []*ledger.Event{ev}, nil
+	})
+	return rep, key, err
+}
