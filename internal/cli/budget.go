@@ -12,7 +12,6 @@ import (
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/introspect"
 	"github.com/astra-gitops/astra/internal/model"
-	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/report"
 	"github.com/astra-gitops/astra/internal/runner"
 )
@@ -156,15 +155,7 @@ func (a *app) runBudgetResume(ctx context.Context, o budgetResumeOptions) error 
 		}
 		b.Until = t
 	}
-	cfg, err := a.loadConfig()
-	if err != nil {
-		return err
-	}
-	r, err := a.newRunner(cfg, o.run, plan.Filter{}, 1)
-	if err != nil {
-		return err
-	}
-	id, err := a.who(ctx, r, cfg, model.VerbResume, "the global budget", o.by, o.run)
+	r, id, err := a.recorder(ctx, o.run, model.VerbResume, "the global budget", o.by)
 	if err != nil {
 		return err
 	}

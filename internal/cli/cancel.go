@@ -9,7 +9,6 @@ import (
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
-	"github.com/astra-gitops/astra/internal/plan"
 )
 
 // cancelOptions are `astra cancel`'s flags.
@@ -50,15 +49,7 @@ func (a *app) runCancel(ctx context.Context, ref string, o cancelOptions) error 
 	if strings.TrimSpace(o.reason) == "" {
 		return errkind.Usagef("--reason is empty: say why it should not run, it is recorded")
 	}
-	cfg, err := a.loadConfig()
-	if err != nil {
-		return err
-	}
-	r, err := a.newRunner(cfg, o.run, plan.Filter{}, 1)
-	if err != nil {
-		return err
-	}
-	id, err := a.who(ctx, r, cfg, model.VerbCancel, ref, o.by, o.run)
+	r, id, err := a.recorder(ctx, o.run, model.VerbCancel, ref, o.by)
 	if err != nil {
 		return err
 	}

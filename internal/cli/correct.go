@@ -12,7 +12,6 @@ import (
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
-	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/state"
 )
 
@@ -74,16 +73,8 @@ func (a *app) runLedgerCorrectClock(ctx context.Context, o ledgerCorrectClockOpt
 	if strings.TrimSpace(o.reason) == "" {
 		return errkind.Usagef("--reason is empty: say why the clock is corrected, it is recorded")
 	}
-	cfg, err := a.loadConfig()
-	if err != nil {
-		return err
-	}
-	r, err := a.newRunner(cfg, o.run, plan.Filter{}, 1)
-	if err != nil {
-		return err
-	}
 	target := "the decisions made after " + after.UTC().Format(time.RFC3339)
-	id, err := a.who(ctx, r, cfg, model.VerbCorrectClock, target, o.by, o.run)
+	r, id, err := a.recorder(ctx, o.run, model.VerbCorrectClock, target, o.by)
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/plan"
 	"github.com/astra-gitops/astra/internal/runner"
 )
 
@@ -38,4 +39,20 @@ func (a *app) person(cfg *model.Config, by string, f runFlags) identity.Env {
 		By:         by,
 		Unverified: f.dryRun || f.noPush,
 	}
+}
+
+// recorder is what a person's recorded decision starts from: the
+// configuration, a runner of one task and who is acting, for verb on
+// target (a refusal of who is recorded, as who does).
+func (a *app) recorder(ctx context.Context, f runFlags, verb, target, by string) (*runner.Runner, identity.Identity, error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, identity.Identity{}, err
+	}
+	r, err := a.newRunner(cfg, f, plan.Filter{}, 1)
+	if err != nil {
+		return nil, identity.Identity{}, err
+	}
+	id, err := a.who(ctx, r, cfg, verb, target, by, f)
+	return r, id, err
 }

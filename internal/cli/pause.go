@@ -9,7 +9,6 @@ import (
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
-	"github.com/astra-gitops/astra/internal/plan"
 )
 
 // pauseOptions are the flags of `astra pause` and `astra resume`.
@@ -63,15 +62,7 @@ func (a *app) runPause(ctx context.Context, stop bool, o pauseOptions) error {
 	if strings.TrimSpace(o.reason) == "" {
 		return errkind.Usagef("--reason is empty: say why, it is recorded")
 	}
-	cfg, err := a.loadConfig()
-	if err != nil {
-		return err
-	}
-	r, err := a.newRunner(cfg, o.run, plan.Filter{}, 1)
-	if err != nil {
-		return err
-	}
-	id, err := a.who(ctx, r, cfg, model.VerbPause, "every run", o.by, o.run)
+	r, id, err := a.recorder(ctx, o.run, model.VerbPause, "every run", o.by)
 	if err != nil {
 		return err
 	}

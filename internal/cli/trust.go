@@ -9,7 +9,6 @@ import (
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
-	"github.com/astra-gitops/astra/internal/plan"
 )
 
 func (a *app) trustCmd() *cobra.Command {
@@ -65,15 +64,7 @@ func (a *app) runTrustResume(ctx context.Context, o trustResumeOptions) error {
 	if strings.TrimSpace(o.reason) == "" {
 		return errkind.Usagef("--reason is empty: say why tier 2 may run again, it is recorded")
 	}
-	cfg, err := a.loadConfig()
-	if err != nil {
-		return err
-	}
-	r, err := a.newRunner(cfg, o.run, plan.Filter{}, 1)
-	if err != nil {
-		return err
-	}
-	id, err := a.who(ctx, r, cfg, model.VerbTrustResume, "tier 2 after tampering", o.by, o.run)
+	r, id, err := a.recorder(ctx, o.run, model.VerbTrustResume, "tier 2 after tampering", o.by)
 	if err != nil {
 		return err
 	}
