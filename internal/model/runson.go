@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 
@@ -24,29 +25,38 @@ func ValidLabel(l string) bool { return labelRe.MatchString(l) }
 type Labels []string
 
 func (l *Labels) UnmarshalYAML(n *yaml.Node) error {
+	v, err := oneOrList(n, MaxRunnerLabels, "runs_on has %d labels; at most %d",
+		"runs_on: each runner label must be a single value", "runs_on must be a runner label or a list of labels")
+	if err == nil {
+		*l = v
+	}
+	return err
+}
+
+// oneOrList decodes a scalar or a sequence of at most max scalars (null:
+// none), with the messages of what it holds: tooMany (given the count and
+// max), a bad entry, neither.
+func oneOrList(n *yaml.Node, max int, tooMany, badEntry, badKind string) ([]string, error) {
 	switch n.Kind {
 	case yaml.ScalarNode:
 		if n.Tag == "!!null" {
-			*l = nil
-			return nil
+			return nil, nil
 		}
-		*l = Labels{n.Value}
-		return nil
+		return []string{n.Value}, nil
 	case yaml.SequenceNode:
-		if len(n.Content) > MaxRunnerLabels {
-			return fmt.Errorf("runs_on has %d labels; at most %d", len(n.Content), MaxRunnerLabels)
+		if len(n.Content) > max {
+			return nil, fmt.Errorf(tooMany, len(n.Content), max)
 		}
-		out := make(Labels, 0, len(n.Content))
+		out := make([]string, 0, len(n.Content))
 		for _, c := range n.Content {
 			if c.Kind != yaml.ScalarNode || c.Tag == "!!null" {
-				return fmt.Errorf("runs_on: each runner label must be a single value")
+				return nil, errors.New(badEntry)
 			}
 			out = append(out, c.Value)
 		}
-		*l = out
-		return nil
+		return out, nil
 	}
-	return fmt.Errorf("runs_on must be a runner label or a list of labels")
+	return nil, errors.New(badKind)
 }
 
 // RunsOn is where a fan-out job of s runs: the schedule's runs_on, else its
