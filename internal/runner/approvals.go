@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/astra-gitops/astra/internal/approval"
@@ -28,6 +29,8 @@ type Forge interface {
 	IsApprover(ctx context.Context, login string, allowed []string) (bool, error)
 	// RequestReviewers asks logins and @org/teams for their review.
 	RequestReviewers(ctx context.Context, number int, members []string) error
+	// PullRequestReviews lists a pull request's reviews, oldest first.
+	PullRequestReviews(ctx context.Context, number int) ([]forge.Review, error)
 }
 
 // The trust model (docs/security.md, "Approvals verified at use, binding
@@ -117,24 +120,35 @@ func (s *session) merged(ctx context.Context, sc *model.Schedule, req *state.App
 	if c.refused != "" {
 		return s.refuseRequest(sc, req, c.refused, pr.MergedBy, c.why)
 	}
-	required := 0
+	required, reviewers := 0, []string(nil)
 	if need := s.r.cfg.Policies.ApprovalsRequired(sc); need > 1 {
-		// The merge is the last of the approvers: the others sign first.
-		have := len(req.Approvers())
-		if !req.ApprovedBy(pr.MergedBy) {
-			have++
+		// The merger is one approver; those who signed before it and the
+		// role's approving reviews of the head astra wrote are the others.
+		approvers := foldIn(req.Approvers(), pr.MergedBy)
+		var t reviewTally
+		if len(approvers) < need {
+			var rc check
+			t, rc = s.reviewApprovers(ctx, sc, pr, func(login string) bool { return hasLogin(approvers, login) })
+			if rc.outage != nil {
+				return s.unchecked(sc, req, rc.what, rc.outage)
+			}
+			reviewers, approvers = t.approvers, foldIn(approvers, t.approvers...)
 		}
-		if have < need {
-			return s.refuseRequest(sc, req, reasonTooFew, pr.MergedBy, fmt.Sprintf("%s needs %d distinct approvers: the merge of #%d by %s counts as one, and %d signed before it "+
-				"(the others sign with `astra approve`, then one merges): it approves nothing", sc.Name, need, pr.Number, pr.MergedBy, len(req.Approvers())))
+		if len(approvers) < need {
+			return s.refuseRequest(sc, req, reasonTooFew, pr.MergedBy, fmt.Sprintf("%s needs %d distinct approvers and the merge of #%d has %d (%s)%s: it approves nothing, and the next slot asks again. "+
+				"Approvers of the role approve the pull request with a review (or sign with `astra approve`) before one of them merges it", sc.Name, need, pr.Number, len(approvers), strings.Join(approvers, ", "), t.skippedNote()))
 		}
 		required = need
 	}
 	ev := s.approvalEvent(ledger.ApprovalApproved, ledger.StatusApproved, sc, req)
 	ev.By, ev.PR, ev.ExpiresAt = pr.MergedBy, pr.Number, req.ExpiresAt
 	ev.Detail = detail(state.ApprovalDetail{Token: req.Token, Head: req.Head, Action: req.Action, Event: req.Event, Via: state.ViaPullRequest, Rollback: req.Rollback,
-		Required: required})
-	s.note(sc, ev, fmt.Sprintf("approved by %s (pull request #%d, %s)", pr.MergedBy, pr.Number, c.allowed))
+		Required: required, Reviewers: reviewers})
+	msg := fmt.Sprintf("approved by %s (pull request #%d, %s)", pr.MergedBy, pr.Number, c.allowed)
+	if len(reviewers) > 0 {
+		msg += ", with approving reviews by " + strings.Join(reviewers, ", ")
+	}
+	s.note(sc, ev, msg)
 	return s.record(ev)
 }
 

@@ -430,7 +430,7 @@ func TestOneMergeDoesNotMeetTwoApprovers(t *testing.T) {
 	if e.exec.runs("s") != 0 || e.count(ledger.ApprovalConsumed, "s") != 0 {
 		t.Fatalf("ran %d times, consumed %d", e.exec.runs("s"), e.count(ledger.ApprovalConsumed, "s"))
 	}
-	if ev := e.lastEvent(ledger.ApprovalRefused); ev == nil || ev.Reason != reasonTooFew || !strings.Contains(ev.Error, "counts as one") {
+	if ev := e.lastEvent(ledger.ApprovalRefused); ev == nil || ev.Reason != reasonTooFew || !strings.Contains(ev.Error, "the merge of #1 has 1 (octocat)") {
 		t.Fatalf("refusal: %+v", ev)
 	}
 }

@@ -297,6 +297,9 @@ type fakeForge struct {
 	merged      map[string][]byte      // token bytes at each merge commit
 	reviewers   []string               // whose review was requested
 	reviewErr   error                  // RequestReviewers fails with it
+	reviews     map[int][]forge.Review // each pull request's reviews, oldest first
+	reviewsErr  error                  // PullRequestReviews fails with it
+	reviewsThen map[int][]forge.Review // after the first read of a pull request's reviews, they are these
 }
 
 func newForge() *fakeForge {
@@ -333,6 +336,31 @@ func (f *fakeForge) RequestReviewers(ctx context.Context, number int, members []
 	}
 	f.reviewers = append(f.reviewers, members...)
 	return nil
+}
+
+func (f *fakeForge) PullRequestReviews(ctx context.Context, number int) ([]forge.Review, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.reviewsErr != nil {
+		return nil, f.reviewsErr
+	}
+	rs := f.reviews[number]
+	if then, ok := f.reviewsThen[number]; ok {
+		f.reviews[number] = then
+		delete(f.reviewsThen, number)
+	}
+	return rs, nil
+}
+
+// review is login reviewing pull request n's current head (state
+// APPROVED, CHANGES_REQUESTED, COMMENTED or DISMISSED).
+func (f *fakeForge) review(n int, login, state string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.reviews == nil {
+		f.reviews = map[int][]forge.Review{}
+	}
+	f.reviews[n] = append(f.reviews[n], forge.Review{ID: int64(len(f.reviews[n]) + 1), User: login, State: state, CommitID: f.prs[n].HeadSHA})
 }
 
 func (f *fakeForge) PullRequest(ctx context.Context, number int) (forge.PR, error) {

@@ -79,6 +79,9 @@ func (s *session) useGrant(ctx context.Context, t *task, a *state.Approval) (boo
 		c = refusedCheck(reasonUnverifiable, "the approval was recorded without saying how it was given (by an older astra), so it cannot be checked again: "+
 			"it approves nothing; the next slot asks again")
 	}
+	if c.refused == "" && c.outage == nil {
+		c = s.checkCoApprovers(ctx, sc, a)
+	}
 	switch {
 	case c.outage != nil:
 		t.outcome.Action, t.outcome.Reason = ActionDeferred, "approval_unchecked"
@@ -120,7 +123,39 @@ func (s *session) recheckMerge(ctx context.Context, sc *model.Schedule, a *state
 	if !pr.Merged {
 		return refusedCheck(reasonNoToken, fmt.Sprintf("pull request #%d is not merged", a.PR))
 	}
-	return s.checkMerge(ctx, sc, a, pr)
+	if c := s.checkMerge(ctx, sc, a, pr); c.refused != "" || c.outage != nil || len(a.Reviewers()) == 0 {
+		return c
+	}
+	// The reviewers the approval names must still approve through GitHub.
+	t, c := s.reviewApprovers(ctx, sc, pr, func(login string) bool { return strings.EqualFold(login, pr.MergedBy) })
+	if c.outage != nil {
+		return c
+	}
+	for _, who := range a.Reviewers() {
+		if !hasLogin(t.approvers, who) {
+			return refusedCheck(reasonNotApprover, fmt.Sprintf("the approving review of pull request #%d by %s no longer counts%s; nothing runs, and the next slot asks again", pr.Number, who, t.skippedNote()))
+		}
+	}
+	return check{}
+}
+
+// checkCoApprovers checks, when an approval needs several approvers, that
+// those who signed it before its last approver may still approve (the last
+// one and the reviewers are checked with how they approved).
+func (s *session) checkCoApprovers(ctx context.Context, sc *model.Schedule, a *state.Approval) check {
+	for _, who := range a.Approvers() {
+		if strings.EqualFold(who, a.By) || hasLogin(a.Reviewers(), who) {
+			continue
+		}
+		d := s.authorize(ctx, model.VerbApprove, identity.SignatureIdentity(who), sc)
+		switch {
+		case d.Undecided():
+			return check{what: fmt.Sprintf("checking whether %s may still approve", who), outage: d.Err}
+		case !d.Allowed:
+			return refusedCheck(reasonNotApprover, fmt.Sprintf("%s, one of the approvers of %s, may no longer approve (%s); nothing runs, and the next slot asks again", who, a.Key, d.Reason))
+		}
+	}
+	return check{}
 }
 
 // checkMerge checks a merged approval pull request against its request:

@@ -94,16 +94,18 @@ func (s *State) check(e *ledger.Event) {
 }
 
 // approvers counts the distinct approvers of the approval e completes,
-// e's own included.
+// e's own and the reviewers it names included.
 func (s *State) approvers(e *ledger.Event) int {
-	a := s.Approvals[e.ScheduleID]
-	if a == nil || a.Key != e.IdempotencyKey {
-		return 1
+	q := &Quorum{}
+	if a := s.Approvals[e.ScheduleID]; a != nil && a.Key == e.IdempotencyKey {
+		q.Approvers = slices.Clone(a.Approvers())
 	}
-	if a.ApprovedBy(e.By) {
-		return len(a.Approvers())
+	for _, who := range append([]string{e.By}, detailOf(e).Reviewers...) {
+		if !q.has(who) {
+			q.Approvers = append(q.Approvers, who)
+		}
 	}
-	return len(a.Approvers()) + 1
+	return len(q.Approvers)
 }
 
 // Decision is a person's decision replayed: who took it, so that a run can

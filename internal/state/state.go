@@ -257,6 +257,9 @@ type Approval struct {
 type Quorum struct {
 	Required  int      `json:"required"`
 	Approvers []string `json:"approvers,omitempty"`
+	// Reviewers are the approvers who approved with a review of the
+	// approval pull request (the others signed, or merged it).
+	Reviewers []string `json:"reviewers,omitempty"`
 }
 
 // Approvers are who approved a so far, when it needs several.
@@ -267,14 +270,19 @@ func (a *Approval) Approvers() []string {
 	return a.Quorum.Approvers
 }
 
-// ApprovedBy reports whether who has approved a, case-insensitively.
-func (a *Approval) ApprovedBy(who string) bool {
-	for _, b := range a.Approvers() {
-		if strings.EqualFold(b, who) {
-			return true
-		}
+// Reviewers are who approved a with a review of its pull request.
+func (a *Approval) Reviewers() []string {
+	if a.Quorum == nil {
+		return nil
 	}
-	return false
+	return a.Quorum.Reviewers
+}
+
+// ApprovedBy reports whether who has approved a, case-insensitively.
+func (a *Approval) ApprovedBy(who string) bool { return a.Quorum != nil && a.Quorum.has(who) }
+
+func (q *Quorum) has(who string) bool {
+	return slices.ContainsFunc(q.Approvers, func(b string) bool { return strings.EqualFold(b, who) })
 }
 
 // Grant is the approval an open run consumed: its retries run only while
@@ -535,6 +543,10 @@ type ApprovalDetail struct {
 	Rollback bool            `json:"rollback,omitempty"` // the request is for the rollback of the run its key names
 	Settles  bool            `json:"settles,omitempty"`  // approval.refused: the request ends with it
 	Required int             `json:"required,omitempty"` // approval.approved: the distinct approvers the approval needs, when more than one
+	// Reviewers are, on approval.approved through a pull request that
+	// needs several approvers, those who approved it with a review; a run
+	// reads the reviews again through GitHub before it uses the approval.
+	Reviewers []string `json:"reviewers,omitempty"`
 }
 
 // planOf is the plan detail of a fan-out claim, nil for any other.
@@ -785,9 +797,16 @@ func (s *State) approved(e *ledger.Event) {
 		}
 	}
 	if d.Required > 1 {
-		q := &Quorum{Required: d.Required, Approvers: a.Approvers()}
-		if !a.ApprovedBy(e.By) {
-			q.Approvers = append(slices.Clip(q.Approvers), e.By)
+		q := &Quorum{Required: d.Required, Approvers: slices.Clip(a.Approvers()), Reviewers: slices.Clip(a.Reviewers())}
+		for _, who := range append([]string{e.By}, d.Reviewers...) {
+			if !q.has(who) {
+				q.Approvers = append(q.Approvers, who)
+			}
+		}
+		for _, who := range d.Reviewers {
+			if !slices.ContainsFunc(q.Reviewers, func(r string) bool { return strings.EqualFold(r, who) }) {
+				q.Reviewers = append(q.Reviewers, who)
+			}
 		}
 		a.Quorum = q
 	}
