@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/astra-gitops/astra/internal/approval"
+	"github.com/astra-gitops/astra/internal/forge"
 	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
@@ -199,7 +200,28 @@ func (s *session) signed(ctx context.Context, sc *model.Schedule, req *state.App
 		msg += fmt.Sprintf(": %d of %d approvers", have, need)
 	}
 	s.note(sc, ev, msg)
-	return s.record(ev)
+	if err := s.record(ev); err != nil {
+		return err
+	}
+	if status == ledger.StatusApproved && req != nil && req.PR != 0 {
+		// The signatures approved what the pull request asks: merging it
+		// would approve nothing more.
+		s.closePR(ctx, sc, req.PR, fmt.Sprintf("astra: %s was approved with signed approvals (`astra approve`), by %s; this pull request is no longer needed.",
+			req.Key, strings.Join(foldIn(req.Approvers(), tok.ApprovedBy), ", ")))
+	}
+	return nil
+}
+
+// closePR closes an approval pull request a decision made moot. A failure
+// is an outage the run outlives; a pull request merged meanwhile stays.
+func (s *session) closePR(ctx context.Context, sc *model.Schedule, number int, comment string) {
+	f := s.r.forge
+	if f == nil || s.r.opts.DryRun {
+		return
+	}
+	if err := f.ClosePullRequest(ctx, number, comment); err != nil && !errors.Is(err, forge.ErrMerged) {
+		s.infra(sc, fmt.Sprintf("closing approval pull request #%d", number), err)
+	}
 }
 
 // changes says how the action approved differs from want.
