@@ -62,11 +62,12 @@ func setupScriptEnv(env *testscript.Env) error {
 //	github secret NAME               a repository secret
 //	github workflow-permissions read|write
 //	github merge N LOGIN             LOGIN merges pull request N (approves it)
+//	github review N LOGIN EVENT      LOGIN reviews pull request N: APPROVE, REQUEST_CHANGES or COMMENT (with a body)
 //	github fail METHOD PATH STATUS   the next matching request fails
 //	github skew DURATION             its answers' Date is DURATION from now (-8760h: a runner's clock looks a year ahead)
 func scriptGitHubCmd(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
-		ts.Fatalf("usage: github start|admin|ruleset|environment|secret|workflow-permissions|fail ...")
+		ts.Fatalf("usage: github start|admin|bot|ruleset|environment|secret|workflow-permissions|merge|review|fail|skew ...")
 	}
 	g := ts.Value(scriptGitHubKey{}).(*scriptGitHub)
 	if args[0] == "start" {
@@ -119,9 +120,18 @@ func scriptGitHubCmd(ts *testscript.TestScript, neg bool, args []string) {
 	case "merge":
 		n, err := strconv.Atoi(args[1])
 		ts.Check(err)
-		token := "gho_" + args[2] + "Token0000000000000000000001"
-		srv.AddUser(token, args[2])
-		srv.Merge(g.tb, n, token)
+		srv.Merge(g.tb, n, personToken(srv, args[2]))
+	case "review":
+		if len(args) != 4 {
+			ts.Fatalf("usage: github review N LOGIN APPROVE|REQUEST_CHANGES|COMMENT")
+		}
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		body := ""
+		if args[3] != "APPROVE" {
+			body = args[3] + " by " + args[2] // GitHub wants a body for these
+		}
+		srv.Review(g.tb, n, personToken(srv, args[2]), args[3], body, "")
 	case "skew":
 		d, err := time.ParseDuration(args[1])
 		ts.Check(err)
@@ -133,4 +143,12 @@ func scriptGitHubCmd(ts *testscript.TestScript, neg bool, args []string) {
 	default:
 		ts.Fatalf("github: unknown %q", args[0])
 	}
+}
+
+// personToken is login's own token, the same for every command that acts
+// as login.
+func personToken(srv *githubtest.Server, login string) string {
+	token := "gho_" + login + "Token0000000000000000000001"
+	srv.AddUser(token, login)
+	return token
 }

@@ -163,6 +163,40 @@ func driveAll(t *testing.T, srv *Server, fc *forge.Client, client func(string) *
 	must("read pull request", err)
 	wantStatus("request review of a stranger", fc.RequestReviewers(ctx, pr1.Number, []string{"nobody-here"}), 422)
 
+	// People review: an approval, a reader's comment, a request for
+	// changes an administrator dismisses; the author approves nothing.
+	_, _, err = alice.PullRequests.CreateReview(ctx, o, r, pr1.Number, &github.PullRequestReviewRequest{Event: github.String("APPROVE")})
+	must("approve", err)
+	comment, _, err := rita.PullRequests.CreateReview(ctx, o, r, pr1.Number, &github.PullRequestReviewRequest{Event: github.String("COMMENT"), Body: github.String("Looks fine to me.")})
+	must("a reader's review", err)
+	_, _, err = alice.PullRequests.CreateReview(ctx, o, r, pr1.Number, &github.PullRequestReviewRequest{Event: github.String("REQUEST_CHANGES")})
+	wantStatus("request changes without a body", err, http.StatusUnprocessableEntity)
+	changes, _, err := alice.PullRequests.CreateReview(ctx, o, r, pr1.Number, &github.PullRequestReviewRequest{
+		Event: github.String("REQUEST_CHANGES"), Body: github.String("Not this week."), CommitID: github.String(pr1.HeadSHA)})
+	must("request changes", err)
+	_, _, err = bot.PullRequests.CreateReview(ctx, o, r, pr1.Number, &github.PullRequestReviewRequest{Event: github.String("APPROVE")})
+	wantStatus("the author approves", err, http.StatusUnprocessableEntity)
+	_, _, err = bot.PullRequests.DismissReview(ctx, o, r, pr1.Number, changes.GetID(), &github.PullRequestReviewDismissalRequest{Message: github.String("Changed my mind.")})
+	must("dismiss", err)
+	_, _, err = bot.PullRequests.DismissReview(ctx, o, r, pr1.Number, comment.GetID(), &github.PullRequestReviewDismissalRequest{Message: github.String("No.")})
+	wantStatus("dismiss a comment", err, http.StatusUnprocessableEntity)
+	_, _, err = bot.PullRequests.DismissReview(ctx, o, r, pr1.Number, 999999, &github.PullRequestReviewDismissalRequest{Message: github.String("No.")})
+	wantStatus("dismiss a missing review", err, http.StatusNotFound)
+	_, resp, err := bot.PullRequests.ListReviews(ctx, o, r, pr1.Number, &github.ListOptions{PerPage: 1})
+	must("list reviews", err)
+	if resp.NextPage == 0 {
+		t.Fatal("list reviews: no next page")
+	}
+	reviews, err := fc.PullRequestReviews(ctx, pr1.Number)
+	must("read reviews", err)
+	var states []string
+	for _, rv := range reviews {
+		states = append(states, rv.User+" "+rv.State)
+	}
+	if want := []string{"alice APPROVED", "rita COMMENTED", "alice DISMISSED"}; !slices.Equal(states, want) {
+		t.Fatalf("reviews %v, want %v", states, want)
+	}
+
 	// A person approves by merging; astra reads the outcome.
 	_, _, err = alice.PullRequests.Merge(ctx, o, r, pr1.Number, "", nil)
 	must("merge", err)
@@ -241,7 +275,7 @@ func driveAll(t *testing.T, srv *Server, fc *forge.Client, client func(string) *
 	driveSettings(t, srv, fc, client, must, wantStatus)
 
 	// Pagination: one item per page makes the Link header appear.
-	_, resp, err := bot.PullRequests.List(ctx, o, r, &github.PullRequestListOptions{State: "all", Base: "main", ListOptions: github.ListOptions{PerPage: 1, Page: 2}})
+	_, resp, err = bot.PullRequests.List(ctx, o, r, &github.PullRequestListOptions{State: "all", Base: "main", ListOptions: github.ListOptions{PerPage: 1, Page: 2}})
 	must("list PRs", err)
 	if resp.NextPage == 0 {
 		t.Fatal("list PRs: no next page")

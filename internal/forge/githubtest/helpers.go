@@ -60,6 +60,37 @@ func (s *Server) Comment(t testing.TB, number int, token, body string) {
 	}
 }
 
+// Review submits a review of pull request number as the user of token
+// (POST /repos/{o}/{r}/pulls/{n}/reviews) with event APPROVE,
+// REQUEST_CHANGES or COMMENT, on commitID ("" is the pull request's head),
+// and returns its id. It fails the test when GitHub would refuse.
+func (s *Server) Review(t testing.TB, number int, token, event, body, commitID string) int64 {
+	t.Helper()
+	req := &github.PullRequestReviewRequest{Event: github.String(event)}
+	if body != "" {
+		req.Body = github.String(body)
+	}
+	if commitID != "" {
+		req.CommitID = github.String(commitID)
+	}
+	r, _, err := s.Client(token).PullRequests.CreateReview(context.Background(), s.owner, s.name, number, req)
+	if err != nil {
+		t.Fatalf("githubtest: review #%d: %v", number, err)
+	}
+	return r.GetID()
+}
+
+// Dismiss dismisses review reviewID of pull request number as the user of
+// token, with message.
+func (s *Server) Dismiss(t testing.TB, number int, reviewID int64, token, message string) {
+	t.Helper()
+	_, _, err := s.Client(token).PullRequests.DismissReview(context.Background(), s.owner, s.name, number, reviewID,
+		&github.PullRequestReviewDismissalRequest{Message: github.String(message)})
+	if err != nil {
+		t.Fatalf("githubtest: dismiss review %d of #%d: %v", reviewID, number, err)
+	}
+}
+
 // CommitFiles commits changes directly on branch in the bare repository (as
 // a git push would; content nil deletes a path) and returns the commit SHA.
 // The branch is created from nothing if it does not exist.

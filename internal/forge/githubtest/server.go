@@ -76,6 +76,8 @@ type Config struct {
 //     assignees, reviewers, reactions, descriptions or license; links point
 //     at the fake, and a repository's clone_url is the bare repository's
 //     file:// URL;
+//   - reviews carry no review comments, and a push dismisses none (no
+//     stale-review dismissal);
 //   - the contents API answers a symlink with the link itself; GitHub
 //     follows a link to a file in the repository.
 type Server struct {
@@ -197,8 +199,9 @@ type pull struct {
 	mergeCommitSHA string
 	draft          bool
 	maintainerMod  bool
-	reviewers      []string // logins whose review was requested
-	teamReviewers  []string // team slugs (of the repository's owner) whose review was requested
+	reviewers      []string  // logins whose review was requested
+	teamReviewers  []string  // team slugs (of the repository's owner) whose review was requested
+	reviews        []*review // in the order they were made
 }
 
 // New starts a fake GitHub for cfg.Repository backed by a fresh bare
@@ -674,6 +677,11 @@ var routes = []struct {
 	{"POST /repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers", func(s *Server, c *call, p map[string]string) {
 		s.withPull(c, p["pull_number"], s.requestReviewers)
 	}},
+	{"GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews", func(s *Server, c *call, p map[string]string) { s.withPull(c, p["pull_number"], s.listReviews) }},
+	{"POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews", func(s *Server, c *call, p map[string]string) { s.withPull(c, p["pull_number"], s.createReview) }},
+	{"PUT /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/dismissals", func(s *Server, c *call, p map[string]string) {
+		s.withPull(c, p["pull_number"], func(c *call, is *issue) { s.dismissReview(c, is, p["review_id"]) })
+	}},
 	{"POST /repos/{owner}/{repo}/issues", func(s *Server, c *call, p map[string]string) { s.createIssue(c) }},
 	{"POST /repos/{owner}/{repo}/issues/{issue_number}/labels", func(s *Server, c *call, p map[string]string) { s.withIssue(c, p["issue_number"], s.addLabels) }},
 	{"GET /repos/{owner}/{repo}/issues/{issue_number}/comments", func(s *Server, c *call, p map[string]string) { s.withIssue(c, p["issue_number"], s.listComments) }},
@@ -784,9 +792,11 @@ func (s *Server) route(c *call) {
 	routes[i].serve(s, c, p)
 }
 
-// mayWrite: read-only users may comment; every other change needs write.
+// mayWrite: read-only users may comment and review; every other change
+// needs write.
 func (s *Server) mayWrite(c *call, op string) bool {
-	return !s.readOnly[strings.ToLower(c.login)] || op == "POST /repos/{owner}/{repo}/issues/{issue_number}/comments"
+	return !s.readOnly[strings.ToLower(c.login)] || op == "POST /repos/{owner}/{repo}/issues/{issue_number}/comments" ||
+		op == "POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews"
 }
 
 func (s *Server) withIssue(c *call, num string, f func(*call, *issue)) {

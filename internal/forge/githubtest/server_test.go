@@ -342,3 +342,37 @@ func openFeaturePR(t *testing.T, srv *githubtest.Server, bot *github.Client) (he
 	}
 	return head, base
 }
+
+// A review without an event stays pending, seen by its author only, one
+// per author; a pending review is not dismissed, and its author may not
+// approve their own pull request.
+func TestPendingReviewAndOwnPullRequest(t *testing.T) {
+	srv := githubtest.New(t, githubtest.Config{Repository: "o/r"})
+	srv.AddUser("human-token", "alice")
+	bot, alice := srv.Client(srv.BotToken), srv.Client("human-token")
+	openFeaturePR(t, srv, bot)
+
+	pending, _, err := alice.PullRequests.CreateReview(ctx, "o", "r", 1, &github.PullRequestReviewRequest{Body: github.String("draft")})
+	if err != nil || pending.GetState() != "PENDING" || pending.SubmittedAt != nil {
+		t.Fatalf("pending review = %+v, %v", pending, err)
+	}
+	if _, _, err := alice.PullRequests.CreateReview(ctx, "o", "r", 1, &github.PullRequestReviewRequest{}); status(err) != http.StatusUnprocessableEntity {
+		t.Fatalf("a second pending review: %v", err)
+	}
+	for who, c := range map[string]*github.Client{"alice": alice, "bot": bot} {
+		list, _, err := c.PullRequests.ListReviews(ctx, "o", "r", 1, nil)
+		if want := map[string]int{"alice": 1, "bot": 0}[who]; err != nil || len(list) != want {
+			t.Fatalf("%s lists %d reviews, want %d: %v", who, len(list), want, err)
+		}
+	}
+	if _, _, err := bot.PullRequests.DismissReview(ctx, "o", "r", 1, pending.GetID(), &github.PullRequestReviewDismissalRequest{Message: github.String("x")}); status(err) != http.StatusNotFound {
+		t.Fatalf("dismiss another's pending review: %v", err)
+	}
+	_, _, err = bot.PullRequests.CreateReview(ctx, "o", "r", 1, &github.PullRequestReviewRequest{Event: github.String("APPROVE")})
+	if status(err) != http.StatusUnprocessableEntity || !strings.Contains(err.Error(), "Can not approve your own pull request") {
+		t.Fatalf("the author approves: %v", err)
+	}
+	if id := srv.Review(t, 1, srv.BotToken, "COMMENT", "Ready.", ""); id == 0 {
+		t.Fatal("the author's comment has no id")
+	}
+}
