@@ -27,7 +27,8 @@ func (a *app) cancelCmd() *cobra.Command {
 retry, or its approval request (pending, or approved and not yet run), is
 withdrawn and the next run-due does not run it. Name the run by its
 idempotency key (schedule@slot) or a run id (key#attempt). A run that is
-running is not stopped. An approval pull request stays open: close it.
+running is not stopped. Once the cancel is pushed, astra closes the
+request's approval pull request with a comment that says who and why.
 
 It records, so it runs where the ledger key is. It needs the cancel
 permission (default: whoever may approve).`,

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -63,11 +65,12 @@ func setupScriptEnv(env *testscript.Env) error {
 //	github workflow-permissions read|write
 //	github merge N LOGIN             LOGIN merges pull request N (approves it)
 //	github review N LOGIN EVENT      LOGIN reviews pull request N: APPROVE, REQUEST_CHANGES or COMMENT (with a body)
+//	github pr N                      prints pull request N's state ("open", "closed" or "merged")
 //	github fail METHOD PATH STATUS   the next matching request fails
 //	github skew DURATION             its answers' Date is DURATION from now (-8760h: a runner's clock looks a year ahead)
 func scriptGitHubCmd(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) == 0 {
-		ts.Fatalf("usage: github start|admin|bot|ruleset|environment|secret|workflow-permissions|merge|review|fail|skew ...")
+		ts.Fatalf("usage: github start|admin|bot|ruleset|environment|secret|workflow-permissions|merge|review|pr|fail|skew ...")
 	}
 	g := ts.Value(scriptGitHubKey{}).(*scriptGitHub)
 	if args[0] == "start" {
@@ -132,6 +135,16 @@ func scriptGitHubCmd(ts *testscript.TestScript, neg bool, args []string) {
 			body = args[3] + " by " + args[2] // GitHub wants a body for these
 		}
 		srv.Review(g.tb, n, personToken(srv, args[2]), args[3], body, "")
+	case "pr":
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		pr, _, err := srv.Client(srv.BotToken).PullRequests.Get(context.Background(), "octo", "widgets", n)
+		ts.Check(err)
+		state := pr.GetState()
+		if pr.GetMerged() {
+			state = "merged"
+		}
+		fmt.Fprintf(ts.Stdout(), "%s\n", state)
 	case "skew":
 		d, err := time.ParseDuration(args[1])
 		ts.Check(err)

@@ -31,7 +31,13 @@ func approvalBody(r *Runner, rq *request) string {
 	if sc.Description != "" {
 		fmt.Fprintf(&b, "> %s\n\n", markdown.Text(r.opts.Redact.String(sc.Description)))
 	}
-	b.WriteString("**Merge this pull request to approve one run. Close it to reject.**\n\n")
+	if need := r.cfg.Policies.ApprovalsRequired(sc); need > 1 {
+		fmt.Fprintf(&b, "**This run needs %d distinct approvers: %d of you approve this pull request with a review (Files changed → Review changes → Approve), "+
+			"then another one merges it. Close it to reject.** A review counts while it approves the pull request's current head; "+
+			"approvals signed with `astra approve` count too.\n\n", need, need-1)
+	} else {
+		b.WriteString("**Merge this pull request to approve one run. Close it to reject.**\n\n")
+	}
 	b.WriteString("| | |\n|---|---|\n")
 	row := func(k, v string) { fmt.Fprintf(&b, "| %s | %s |\n", k, strings.ReplaceAll(v, "|", "\\|")) }
 	row("Schedule", fmt.Sprintf("%s (%s)", markdown.Code(sc.Name), markdown.Code(sc.ID)))

@@ -3,10 +3,12 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/astra-gitops/astra/internal/errkind"
+	"github.com/astra-gitops/astra/internal/forge"
 	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
@@ -39,10 +41,12 @@ func (r *Runner) PauseAll(ctx context.Context, stop bool, reason string, id iden
 
 // Cancel is `astra cancel`: a person withdraws the pending retry or
 // approval request of one run, named by its idempotency key or a run id
-// ("<key>#<attempt>"), and it does not run. A running attempt is not
-// stopped. It returns the key cancelled.
+// ("<key>#<attempt>"), and it does not run; the approval pull request of a
+// withdrawn request is closed. A running attempt is not stopped. It
+// returns the key cancelled.
 func (r *Runner) Cancel(ctx context.Context, ref, reason string, id identity.Identity) (*Report, string, error) {
 	key, _, _ := strings.Cut(ref, "#")
+	pr := 0 // the approval pull request of the request withdrawn
 	rep, err := r.record(ctx, "cancel", func(s *session) ([]*ledger.Event, error) {
 		st := s.state()
 		ev := &ledger.Event{Event: ledger.RunCancelled, IdempotencyKey: key, Status: ledger.StatusCancelled, By: by(id), Error: reason}
@@ -73,7 +77,27 @@ func (r *Runner) Cancel(ctx context.Context, ref, reason string, id identity.Ide
 		}
 		d, _ := json.Marshal(map[string]string{"reason": reason, "withdrawn": what})
 		ev.Detail = d
+		pr = ev.PR
 		return []*ledger.Event{ev}, nil
 	})
+	if err == nil && pr != 0 && !r.opts.DryRun && !r.opts.NoPush {
+		r.closeWithdrawn(ctx, rep, pr, fmt.Sprintf("astra: %s was cancelled by %s: %s. This request is withdrawn; merging it approves nothing.", key, by(id), reason))
+	}
 	return rep, key, err
+}
+
+// closeWithdrawn closes the approval pull request of a request a person
+// withdrew, once the decision is pushed. Left open, it would look like a
+// request still waiting; a failure is a warning, as the merge of a
+// withdrawn request approves nothing anyway.
+func (r *Runner) closeWithdrawn(ctx context.Context, rep *Report, pr int, comment string) {
+	var err error
+	if r.forge == nil {
+		err = errors.New("GitHub is not configured here (GITHUB_TOKEN and GITHUB_REPOSITORY)")
+	} else {
+		err = r.forge.ClosePullRequest(ctx, pr, r.opts.Redact.String(comment))
+	}
+	if err != nil && !errors.Is(err, forge.ErrMerged) {
+		rep.Warnings = append(rep.Warnings, r.opts.Redact.String(fmt.Sprintf("pull request #%d of the withdrawn request is still open (%v): close it", pr, err)))
+	}
 }
