@@ -87,6 +87,17 @@ type Input struct {
 	Claimed bool
 }
 
+// Stopped is the emergency stop (`astra pause --all`): while it holds,
+// nothing starts, approved or claimed, whichever gate saw it first.
+func Stopped(st *state.State) (Decision, bool) {
+	p := st.Stopped
+	if p == nil {
+		return Decision{}, false
+	}
+	return skip(ledger.ReasonPaused, "astra is paused (astra pause --all by %s at %s: %s); nothing starts until `astra resume --all`",
+		p.By, p.At.UTC().Format(time.RFC3339), p.Reason), true
+}
+
 // Check applies the gates in order.
 func Check(in Input) Decision {
 	s, p := in.Schedule, in.Policies
@@ -94,9 +105,8 @@ func Check(in Input) Decision {
 	if tool == nil {
 		return skip(ledger.ReasonPolicy, "tool %q is not in the catalog", s.TargetTool)
 	}
-	if p := in.State.Stopped; p != nil {
-		return skip(ledger.ReasonPaused, "astra is paused (astra pause --all by %s at %s: %s); nothing starts until `astra resume --all`",
-			p.By, p.At.UTC().Format(time.RFC3339), p.Reason)
+	if d, stopped := Stopped(in.State); stopped {
+		return d
 	}
 	if s.Quarantine && in.State.Quarantined(s.ID) {
 		return skip(ledger.ReasonDeadLetter, "schedule is quarantined after a dead letter; release it with `astra dead-letter retry %s`", s.ID)

@@ -80,6 +80,15 @@ func (s *session) runTask(ctx context.Context, t *task) {
 	// An approved run was admitted when claimed; a human chose it, so it
 	// goes ahead.
 	s.mu.Lock()
+	if d, stopped := gate.Stopped(s.state()); stopped {
+		// A claim planned, or a run approved, before the stop.
+		if err := s.skip(t, d.Reason, d.Detail); err != nil {
+			s.report.Errors = append(s.report.Errors, err.Error())
+		}
+		s.progress(t)
+		s.mu.Unlock()
+		return
+	}
 	if t.grant == nil {
 		if d, refused := gate.Admit(gate.Input{Schedule: t.sched, Policies: &r.cfg.Policies, State: s.state(), Now: s.now, Claimed: true}); refused {
 			if err := s.skip(t, d.Reason, d.Detail); err != nil {

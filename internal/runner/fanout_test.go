@@ -236,3 +236,31 @@ func TestPlanLimits(t *testing.T) {
 		t.Fatal("claims went out for a matrix that was refused")
 	}
 }
+
+// An emergency stop holds the jobs of a plan made before it: a job that
+// takes its claim afterwards runs nothing.
+func TestPauseHoldsPlannedJobs(t *testing.T) {
+	e, _ := planABC(t)
+	if _, err := e.runner("2026-11-22T09:01:00Z").PauseAll(context.Background(), true, "incident", ownerIdentity()); err != nil {
+		t.Fatal(err)
+	}
+	job := e.clone()
+	rep, err := job.runner("2026-11-22T09:02:00Z").RunClaim(context.Background(), "a@2026-11-22T09:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := outcome(t, rep, "a"); o.Action != ActionSkipped || o.Reason != ledger.ReasonPaused || len(e.exec.ran) != 0 {
+		t.Fatalf("job a under pause: %s %s; ran %v", o.Action, o.Reason, e.exec.ran)
+	}
+	// Skipped, the claim is closed: it is not found lost and retried
+	// after the resume.
+	if _, err := e.runner("2026-11-22T12:00:00Z").PauseAll(context.Background(), false, "over", ownerIdentity()); err != nil {
+		t.Fatal(err)
+	}
+	e.runDue("2026-11-22T12:00:30Z")
+	for _, ev := range e.events() {
+		if ev.ScheduleID == "a" && ev.Slot.Hour() == 9 && (ev.Event == ledger.RunRetryScheduled || ev.Reason == ledger.ReasonLost) {
+			t.Fatalf("a's paused claim came back: %+v", ev)
+		}
+	}
+}
