@@ -147,6 +147,9 @@ func (s *session) checkCoApprovers(ctx context.Context, sc *model.Schedule, a *s
 		if strings.EqualFold(who, a.By) || hasLogin(a.Reviewers(), who) {
 			continue
 		}
+		if why := s.checkCoProof(sc.ID, a, who); why != "" {
+			return refusedCheck(reasonUnsigned, fmt.Sprintf("the approval of %s by %s, one of its approvers: %s; nothing runs, and the next slot asks again", a.Key, who, why))
+		}
 		d := s.authorize(ctx, model.VerbApprove, identity.SignatureIdentity(who), sc)
 		switch {
 		case d.Undecided():
@@ -278,6 +281,27 @@ func (s *session) checkProof(scheduleID string, a *state.Approval) string {
 		return "the signature of the token the approval carries does not hold: " + err.Error()
 	case tok.SignedID() != a.Token, tok.ScheduleID != scheduleID, tok.IdempotencyKey != a.Key, !strings.EqualFold(tok.ApprovedBy, a.By), key.Fingerprint() != a.Signer:
 		return fmt.Sprintf("the signed token the approval carries is not the one it names (token of %s for %s, signed by %s)", tok.ScheduleID, orNone(tok.IdempotencyKey), tok.ApprovedBy)
+	}
+	return ""
+}
+
+// checkCoProof checks the signed token of who, one of several approvers of
+// a, under the signing keys listed now: it must be who's signature of
+// a's run and action. It returns why not, or "".
+func (s *session) checkCoProof(scheduleID string, a *state.Approval, who string) string {
+	proof := a.Quorum.Proofs[strings.ToLower(who)]
+	if len(proof) == 0 {
+		return "the approval does not carry the token they signed, so their signature cannot be checked"
+	}
+	tok, err := approval.Parse(proof)
+	if err != nil {
+		return "the token they signed cannot be read: " + err.Error()
+	}
+	if _, err := tok.VerifyApprover(s.r.cfg.Policies.SigningKeys); err != nil {
+		return "their signature does not hold under the keys listed now: " + err.Error()
+	}
+	if want := approval.DecodeAction(a.Action); tok.ScheduleID != scheduleID || tok.IdempotencyKey != a.Key || !strings.EqualFold(tok.ApprovedBy, who) || tok.Action == nil || tok.Action.Hash != want.Hash {
+		return fmt.Sprintf("the token they signed is not for this run and action (token of %s for %s, signed by %s)", tok.ScheduleID, orNone(tok.IdempotencyKey), tok.ApprovedBy)
 	}
 	return ""
 }

@@ -260,6 +260,10 @@ type Quorum struct {
 	// Reviewers are the approvers who approved with a review of the
 	// approval pull request (the others signed, or merged it).
 	Reviewers []string `json:"reviewers,omitempty"`
+	// Proofs are the signed tokens of those who signed, by lower-cased
+	// login: a run checks each signature again before it uses the
+	// approval, not only the last approver's.
+	Proofs map[string]json.RawMessage `json:"proofs,omitempty"`
 }
 
 // Approvers are who approved a so far, when it needs several.
@@ -807,6 +811,15 @@ func (s *State) approved(e *ledger.Event) {
 			if !slices.ContainsFunc(q.Reviewers, func(r string) bool { return strings.EqualFold(r, who) }) {
 				q.Reviewers = append(q.Reviewers, who)
 			}
+		}
+		if a.Quorum != nil {
+			q.Proofs = maps.Clone(a.Quorum.Proofs)
+		}
+		if d.Via == ViaSignature && len(d.Proof) > 0 {
+			if q.Proofs == nil {
+				q.Proofs = map[string]json.RawMessage{}
+			}
+			q.Proofs[strings.ToLower(e.By)] = d.Proof
 		}
 		a.Quorum = q
 	}
