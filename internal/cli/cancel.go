@@ -59,7 +59,7 @@ func (a *app) runCancel(ctx context.Context, ref string, o cancelOptions) error 
 		if o.run.dryRun {
 			verb = "would cancel"
 		}
-		fmt.Fprintf(a.stdout, "%s %s as %s: it does not run\n", verb, key, id.Login)
+		fmt.Fprintf(a.stdout, "%s %s as %s: it does not run; an attempt running now is stopped\n", verb, key, id.Login)
 	}
 	return a.finishRecord(rep, err)
 }
