@@ -71,3 +71,91 @@ func TestCancelStopsARunningAttempt(t *testing.T) {
 		t.Errorf("the cancelled slot ran again (%d runs, %d before)", n, ran)
 	}
 }
+
+// A runner that does not look for cancels (cancel_poll: 0) records its
+// attempt's end and a retry after the cancel: the retry opens nothing,
+// and the next run-due leaves the slot alone.
+func TestCancelUnseenByItsRunner(t *testing.T) {
+	e := newEnv(t, hourly)
+	e.cancelPoll(0)
+	e.runDue("2026-11-22T00:00:30Z")
+	release := make(chan struct{})
+	started := make(chan struct{})
+	e.exec.running = func(ctx context.Context, req executor.Request) executor.Result {
+		close(started)
+		<-release
+		return executor.Result{Status: executor.StatusFailed, Reason: ledger.ReasonExit, Error: "exit 1"}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.runDue("2026-11-22T01:00:30Z")
+	}()
+	<-started
+	const key = "h@2026-11-22T01:00:00Z"
+	c := e.clone()
+	if _, _, err := c.runner("2026-11-22T01:01:00Z").Cancel(context.Background(), key, "wrong input", ownerIdentity()); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	close(release)
+	<-done
+	if n := e.count(ledger.RunRetryScheduled, "h"); n != 1 {
+		t.Fatalf("%d retries recorded, want the one the runner recorded unaware", n)
+	}
+	e.exec.running = nil
+	ran := e.exec.runs("h")
+	rep := e.runDue("2026-11-22T01:30:00Z")
+	if n := e.exec.runs("h"); n != ran || len(rep.Outcomes) != 0 {
+		t.Errorf("the cancelled slot ran again: %+v", rep.Outcomes)
+	}
+}
+
+// A cancelled attempt whose runner died ends as cancelled once its
+// claim's deadline has passed: not lost, not retried. run --claim does
+// not take a cancelled claim.
+func TestCancelledClaimPastItsDeadline(t *testing.T) {
+	e := newEnv(t, hourly)
+	e.runDue("2026-11-22T00:00:30Z")
+	victim := e.clone()
+	release := make(chan struct{})
+	started := make(chan struct{})
+	e.exec.running = func(ctx context.Context, req executor.Request) executor.Result {
+		close(started)
+		<-release // the runner is gone meanwhile
+		return executor.Result{Status: executor.StatusFailed, Reason: ledger.ReasonExit}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = victim.runner("2026-11-22T01:00:30Z").RunDue(context.Background())
+	}()
+	defer func() { close(release); <-done }()
+	<-started
+	const key = "h@2026-11-22T01:00:00Z"
+	c := e.clone()
+	if _, _, err := c.runner("2026-11-22T01:01:00Z").Cancel(context.Background(), key, "wrong input", ownerIdentity()); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	if _, reason, _ := c.runner("2026-11-22T01:02:00Z").sessionTake(t, key); reason != "cancelled" {
+		t.Errorf("run --claim of a cancelled claim: reason %q", reason)
+	}
+	e.exec.running = nil
+	late := e.clone()
+	rep := late.runDue("2026-11-22T01:30:00Z")
+	if o := outcome(t, rep, "h"); o.Action != ActionFailed || o.Reason != ledger.ReasonCancelled || !strings.Contains(o.Detail, "cancelled by octocat: wrong input") {
+		t.Fatalf("past the deadline: %+v", o)
+	}
+	if n := e.count(ledger.RunRetryScheduled, "h") + e.count(ledger.RunDeadLettered, "h"); n != 0 {
+		t.Errorf("%d retries or dead letters of a cancelled run", n)
+	}
+}
+
+// sessionTake is what run --claim would answer for key.
+func (r *Runner) sessionTake(t *testing.T, key string) (*task, string, string) {
+	t.Helper()
+	s, err := r.open(context.Background(), "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.take(key)
+}
