@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/astra-gitops/astra/internal/executor"
+	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/ledger"
 )
 
@@ -139,6 +140,8 @@ func (s *session) watchCancel(ctx context.Context, t *task) (tctx context.Contex
 			}
 			m, err := s.peekCancel(wctx, peek, t.key)
 			switch {
+			case errors.Is(err, gitops.ErrNoRemote):
+				return // a checkout without a remote: no cancel can reach it
 			case err != nil && wctx.Err() == nil && !warned:
 				warned = true
 				s.mu.Lock()

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -158,4 +159,38 @@ func (r *Runner) sessionTake(t *testing.T, key string) (*task, string, string) {
 		t.Fatal(err)
 	}
 	return s.take(key)
+}
+
+// A look for a cancel that fails is a warning, once, and the tool runs on.
+func TestCancelLookFails(t *testing.T) {
+	e := newEnv(t, hourly)
+	e.cancelPoll(time.Millisecond)
+	e.runDue("2026-11-22T00:00:30Z")
+	looks := make(chan struct{}, 3)
+	e.git.fetchHook = func() error {
+		select {
+		case looks <- struct{}{}:
+		default:
+		}
+		return errors.New("connection refused")
+	}
+	e.exec.running = func(ctx context.Context, req executor.Request) executor.Result {
+		for range 3 {
+			<-looks
+		}
+		return executor.Result{Status: executor.StatusOK, Output: "done"}
+	}
+	rep := e.runDue("2026-11-22T01:00:30Z")
+	if o := outcome(t, rep, "h"); o.Action != ActionRan {
+		t.Fatalf("outcome: %+v", o)
+	}
+	n := 0
+	for _, w := range rep.Warnings {
+		if strings.Contains(w, "looking for a cancel of h@2026-11-22T01:00:00Z failed") && strings.Contains(w, "connection refused") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d warnings about the failed looks, want 1: %q", n, rep.Warnings)
+	}
 }

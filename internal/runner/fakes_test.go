@@ -70,6 +70,7 @@ type fakeGit struct {
 	loose     gitops.Loose                 // what Loose reports
 	leftOut   map[string]bool              // files a sparse checkout left out: Drift skips them, as gitops does
 	fetched   map[string]map[string][]byte // the remote's files by the tip FetchBranch answered
+	fetchHook func() error                 // runs first in each FetchBranch; its error is the fetch's
 }
 
 func (g *fakeGit) Loose() gitops.Loose { return g.loose }
@@ -148,6 +149,11 @@ func (g *fakeGit) Sync(ctx context.Context) error {
 // FetchBranch and Files read the remote's files as of the fetch, beside
 // the checkout (a cancel watch).
 func (g *fakeGit) FetchBranch(ctx context.Context, branch string) (string, error) {
+	if g.fetchHook != nil {
+		if err := g.fetchHook(); err != nil {
+			return "", err
+		}
+	}
 	g.remote.mu.Lock()
 	defer g.remote.mu.Unlock()
 	if g.fetched == nil {
