@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -39,37 +40,25 @@ func markerPath(key string) string {
 	return path.Join(cancelDir, hex.EncodeToString(h[:]))
 }
 
-// markCancel writes the marker of ev, a recorded run.cancelled of a
-// running attempt, to go in the same commit.
-func (s *session) markCancel(ev *ledger.Event) error {
-	if s.r.opts.DryRun {
-		return nil
-	}
-	data, err := json.Marshal(cancelMark{Key: ev.IdempotencyKey, Seq: ev.Seq, By: ev.By, Reason: ev.Error})
-	if err != nil {
-		return err
-	}
-	p := markerPath(ev.IdempotencyKey)
-	if err := os.MkdirAll(filepath.Join(s.r.opts.Root, cancelDir), 0o755); err != nil {
-		return fmt.Errorf("writing the cancel marker: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(s.r.opts.Root, filepath.FromSlash(p)), append(data, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing the cancel marker: %w", err)
-	}
-	s.marks = append(s.marks, p)
-	return nil
-}
-
-// sweepMarks removes the markers whose attempt has ended (or whose key
-// is no longer open), as the checkout or the branch's tip holds them (a
-// state branch's are not in the worktree): the run that records the end,
+// syncMarks makes the markers on astra's branch those of the state: one
+// for each open claim a person cancelled (written with its run.cancelled,
+// and with the right seq again after a race), none for a key whose
+// attempt has ended, in the checkout or the branch's tip (a state
+// branch's are not in the worktree). So the run that records the end,
 // or any later one, commits the removal. Called before each commit.
-func (s *session) sweepMarks() {
-	marks := map[string][]byte{}
+func (s *session) syncMarks() {
+	want := map[string][]byte{}
+	for key, o := range s.state().Open {
+		if c := o.Cancelled; c != nil {
+			data, _ := json.Marshal(cancelMark{Key: key, Seq: c.Seq, By: c.By, Reason: c.Reason})
+			want[markerPath(key)] = append(data, '\n')
+		}
+	}
+	have := map[string][]byte{}
 	if peek, ok := s.r.git.(cancelPeek); ok {
 		if head, err := s.r.git.Head(); err == nil && head != "" {
 			if files, err := peek.Files(head, cancelDir+"/"); err == nil {
-				marks = files
+				have = files
 			}
 		}
 	}
@@ -79,24 +68,41 @@ func (s *session) sweepMarks() {
 		s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("cancel markers under %s/ could not be read: %v", cancelDir, err))
 	}
 	for _, e := range entries {
-		if data, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil {
-			marks[path.Join(cancelDir, e.Name())] = data
+		if _, ok := have[path.Join(cancelDir, e.Name())]; !ok {
+			have[path.Join(cancelDir, e.Name())] = nil
 		}
 	}
-	for p, data := range marks {
-		var m cancelMark
-		if json.Unmarshal(data, &m) == nil {
-			if o := s.state().Open[m.Key]; o != nil && o.Cancelled != nil {
-				continue // its attempt has not ended yet
-			}
+	for p, data := range want {
+		full := filepath.Join(s.r.opts.Root, filepath.FromSlash(p))
+		if cur, err := os.ReadFile(full); err == nil && bytes.Equal(cur, data) && bytes.Equal(have[p], data) {
+			continue
+		}
+		err := os.MkdirAll(dir, 0o755)
+		if err == nil {
+			err = os.WriteFile(full, data, 0o644)
+		}
+		if err != nil {
+			s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("cancel marker %s could not be written (the attempt's runner will not see the cancel): %v", p, err))
+			continue
+		}
+		s.mark(p)
+	}
+	for p := range have {
+		if _, ok := want[p]; ok {
+			continue
 		}
 		if err := os.Remove(filepath.Join(s.r.opts.Root, filepath.FromSlash(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("cancel marker %s could not be removed: %v", p, err))
 			continue
 		}
-		if !slices.Contains(s.marks, p) {
-			s.marks = append(s.marks, p)
-		}
+		s.mark(p)
+	}
+}
+
+// mark lists a marker path among the files to commit, once.
+func (s *session) mark(p string) {
+	if !slices.Contains(s.marks, p) {
+		s.marks = append(s.marks, p)
 	}
 }
 

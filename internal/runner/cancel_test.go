@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -136,6 +137,18 @@ func TestCancelledClaimPastItsDeadline(t *testing.T) {
 	c := e.clone()
 	if _, _, err := c.runner("2026-11-22T01:01:00Z").Cancel(context.Background(), key, "wrong input", ownerIdentity()); err != nil {
 		t.Fatalf("cancel: %v", err)
+	}
+	var seq int64
+	for _, ev := range e.events() {
+		if ev.Event == ledger.RunCancelled {
+			seq = ev.Seq
+		}
+	}
+	e.remote.mu.Lock()
+	mark := string(e.remote.files[markerPath(key)])
+	e.remote.mu.Unlock()
+	if want := fmt.Sprintf(`{"key":%q,"seq":%d,"by":"octocat","reason":"wrong input"}`, key, seq); strings.TrimSpace(mark) != want {
+		t.Errorf("the marker holds %q, want %s", mark, want)
 	}
 	if _, reason, _ := c.runner("2026-11-22T01:02:00Z").sessionTake(t, key); reason != "cancelled" {
 		t.Errorf("run --claim of a cancelled claim: reason %q", reason)

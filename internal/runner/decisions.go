@@ -281,11 +281,6 @@ func (r *Runner) record(ctx context.Context, command string, build func(s *sessi
 	if err := s.j.Record(evs...); err != nil {
 		return nil, errkind.Default(err, errkind.ErrInfra)
 	}
-	if s.after != nil {
-		if err := s.after(); err != nil {
-			return nil, errkind.Default(err, errkind.ErrInfra)
-		}
-	}
 	return s.report, errkind.Default(s.finish(ctx), errkind.ErrInfra)
 }
 

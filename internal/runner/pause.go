@@ -55,8 +55,7 @@ func (r *Runner) Cancel(ctx context.Context, ref, reason string, id identity.Ide
 				if c := o.Cancelled; c != nil {
 					return nil, errkind.Usagef("%s is already cancelled, by %s: its runner stops it when it next looks", key, c.By)
 				}
-				what = fmt.Sprintf("running attempt %d", o.Attempt)
-				s.after = func() error { return s.markCancel(ev) } // its runner looks for the marker
+				what = fmt.Sprintf("running attempt %d", o.Attempt) // the commit carries its marker (syncMarks)
 			}
 		} else {
 			for sid, a := range st.Approvals {

@@ -74,7 +74,7 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	if g == nil || s.r.opts.DryRun {
 		return nil
 	}
-	s.sweepMarks()
+	s.syncMarks()
 	paths := s.j.Files()
 	if !s.r.opts.StateBranch {
 		paths = append(paths, s.touched...)

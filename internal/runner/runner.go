@@ -194,7 +194,6 @@ type session struct {
 	label     string            // the commit message's first line, when not the usual
 	seals     sealWork          // tampering found before the journal opened (seals.go)
 	marks     []string          // cancel markers this run wrote or removed (cancel.go)
-	after     func() error      // a recorded decision's work once its events are recorded, before the commit
 	// riskAccepted: trust.risk_accepted is recorded; postureOutage: the
 	// posture check's outage is reported (posture.go).
 	riskAccepted, postureOutage bool
