@@ -1,10 +1,13 @@
 package config
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/tools/txtar"
 
+	"github.com/astra-gitops/astra/internal/diag"
 	"github.com/astra-gitops/astra/internal/model"
 )
 
@@ -81,5 +84,36 @@ templates:
 	}
 	if got := plain.Loc.String(); got != "America/New_York" {
 		t.Errorf("plain zone = %s: the cron must be read in the template's zone", got)
+	}
+}
+
+// defaults.cancel_poll is 30s unless written; 0 turns it off; a negative
+// one is refused where it is written (as every duration is).
+func TestCancelPoll(t *testing.T) {
+	load := func(defaults string) (*model.Config, string) {
+		a := &txtar.Archive{Files: []txtar.File{
+			{Name: "schedules/a.yaml", Data: []byte("schedules:\n  - {name: a, cron: \"0 6 * * *\", target_tool: noop}\n")},
+			{Name: "policies/p.yaml", Data: []byte("tools:\n  noop: {kind: exec, command: [echo], tier: read_only}\nactors:\n  - {actor: astra, scopes: [\"*\"]}\n" + defaults)},
+		}}
+		cfg, diags, err := Load(writeArchive(t, a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diags.Errors() == 0 {
+			return cfg, ""
+		}
+		return cfg, diag.ListError(diags).Error()
+	}
+	for _, c := range []struct {
+		defaults string
+		want     time.Duration
+	}{{"", 30 * time.Second}, {"defaults: {cancel_poll: 1s}\n", time.Second}, {"defaults: {cancel_poll: 0s}\n", 0}} {
+		cfg, diags := load(c.defaults)
+		if got := cfg.Policies.Defaults.CancelPollD(); got != c.want || diags != "" {
+			t.Errorf("%q: cancel poll %v, want %v (%s)", c.defaults, got, c.want, diags)
+		}
+	}
+	if _, diags := load("defaults:\n  cancel_poll: -1s\n"); !strings.Contains(diags, "p.yaml:6") || !strings.Contains(diags, `"cancel_poll": duration "-1s" is negative`) {
+		t.Errorf("a negative cancel_poll: %s", diags)
 	}
 }

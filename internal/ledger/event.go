@@ -101,7 +101,8 @@ const (
 	AstraPaused  Kind = "astra.paused"
 	AstraResumed Kind = "astra.resumed"
 	// RunCancelled: a person withdrew a pending retry or approval request
-	// of one run (astra cancel), with why: it does not run.
+	// of one run, or cancelled its running attempt (astra cancel), with
+	// why: it does not run, or runs no further.
 	RunCancelled Kind = "run.cancelled"
 )
 
@@ -132,6 +133,9 @@ const (
 	ReasonUsageAnomaly = "usage_anomaly"
 	ReasonLost         = "lost" // claimed, runner died before recording an outcome
 	ReasonExit         = "exit" // non-zero exit or HTTP error
+	// ReasonCancelled marks the run.failed of an attempt its runner stopped
+	// because a person cancelled it (run.cancelled): it is not retried.
+	ReasonCancelled = "cancelled"
 
 	// ReasonFanOut marks a run.claimed made by astra plan for a job of a
 	// GitHub Actions matrix: the job takes it with astra run --claim.

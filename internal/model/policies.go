@@ -29,7 +29,7 @@ type Policies struct {
 	Issuers      []*Issuer            `yaml:"issuers" json:"issuers" doc:"OIDC issuers whose JWTs may trigger events."`
 	Trust        Trust                `yaml:"trust" json:"trust" doc:"What the repository's trust rests on: the ledger key, its GitHub environment, an accepted risk."`
 	Calendars    map[string]Calendar  `yaml:"calendars" json:"calendars,omitempty" doc:"Exclusion calendars a schedule names in exclude: each a list of dates (2026-12-25) and iCalendar files in the repository (calendars/freeze.ics)."`
-	Defaults     ScheduleDefaults     `yaml:"defaults" json:"defaults" doc:"Repository-wide values of timezone, actor, budget, retry and catchup for schedules (and their templates) that leave them out."`
+	Defaults     ScheduleDefaults     `yaml:"defaults" json:"defaults" doc:"Repository-wide values of timezone, actor, budget, retry and catchup for schedules (and their templates) that leave them out, and cancel_poll."`
 	Templates    map[string]*Template `yaml:"templates" json:"templates,omitempty" doc:"Reusable partial schedules, keyed by name; a schedule says extends: <name> and its own keys win."`
 	SigningKeys  map[string][]string  `yaml:"signing_keys" json:"signing_keys,omitempty" doc:"GitHub login to the SSH public keys its local approvals are signed with (astra approve signs with ssh-keygen)."`
 }

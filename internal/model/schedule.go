@@ -116,6 +116,22 @@ type ScheduleDefaults struct {
 	Budget   TaskBudget `yaml:"budget" json:"budget"`
 	Retry    Retry      `yaml:"retry" json:"retry"`
 	Catchup  Catchup    `yaml:"catchup" json:"catchup"`
+	// CancelPoll is not a schedule's: the runner of an attempt looks this
+	// often for a cancel of it (astra cancel).
+	CancelPoll Duration `yaml:"cancel_poll" json:"cancel_poll,omitempty" doc:"How often the runner of a running attempt fetches astra's branch to see whether a person cancelled it (astra cancel), and stops it if so (default 30s; 0: it is not stopped)."`
+}
+
+// DefaultCancelPoll is how often a running attempt looks for a cancel
+// when the policies do not say.
+const DefaultCancelPoll = 30 * time.Second
+
+// CancelPollD is how often a running attempt looks for a cancel; 0 when
+// it does not.
+func (d ScheduleDefaults) CancelPollD() time.Duration {
+	if !d.Meta.Has("cancel_poll") {
+		return DefaultCancelPoll
+	}
+	return d.CancelPoll.D()
 }
 
 // TaskBudget caps one run.

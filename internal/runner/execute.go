@@ -112,7 +112,11 @@ func (s *session) runTask(ctx context.Context, t *task) {
 		_ = s.j.Record(ev) // a failed append surfaces with the outcome's
 	}
 	w := s.watchWrites(t)
-	res := r.exec.Run(ctx, req)
+	tctx, stopWatch := s.watchCancel(ctx, t)
+	res := r.exec.Run(tctx, req)
+	if m := stopWatch(); m != nil && res.Status != executor.StatusOK {
+		res = stopped(res, m)
+	}
 	s.sortWrites(t, w, res)
 
 	s.mu.Lock()
@@ -193,7 +197,7 @@ func (s *session) recordResult(t *task, res executor.Result) error {
 			evs = append(evs, a)
 			s.report.Alerts = append(s.report.Alerts, fmt.Sprintf("%s: %s", t.sched.Name, res.Error))
 		}
-	} else {
+	} else if o := s.state().Open[t.key]; res.Reason != ledger.ReasonCancelled && (o == nil || o.Cancelled == nil) {
 		evs = append(evs, s.retryOrDeadLetter(t, ev.Error)...)
 	}
 	return s.j.Record(evs...)

@@ -65,10 +65,12 @@ type fakeGit struct {
 	local     map[string][]byte // the local branch's files
 	commits   []string          // commit messages
 	commitErr error
-	tracked   map[string][]byte // the remote's files at the last sync or push
-	unpushed  int               // commits since then
-	loose     gitops.Loose      // what Loose reports
-	leftOut   map[string]bool   // files a sparse checkout left out: Drift skips them, as gitops does
+	tracked   map[string][]byte            // the remote's files at the last sync or push
+	unpushed  int                          // commits since then
+	loose     gitops.Loose                 // what Loose reports
+	leftOut   map[string]bool              // files a sparse checkout left out: Drift skips them, as gitops does
+	fetched   map[string]map[string][]byte // the remote's files by the tip FetchBranch answered
+	fetchHook func() error                 // runs first in each FetchBranch; its error is the fetch's
 }
 
 func (g *fakeGit) Loose() gitops.Loose { return g.loose }
@@ -142,6 +144,42 @@ func (g *fakeGit) Sync(ctx context.Context) error {
 	g.local, g.base = maps.Clone(g.remote.files), g.remote.version
 	g.tracked, g.unpushed = maps.Clone(g.remote.files), 0
 	return nil
+}
+
+// FetchBranch and Files read the remote's files as of the fetch, beside
+// the checkout (a cancel watch).
+func (g *fakeGit) FetchBranch(ctx context.Context, branch string) (string, error) {
+	if g.fetchHook != nil {
+		if err := g.fetchHook(); err != nil {
+			return "", err
+		}
+	}
+	g.remote.mu.Lock()
+	defer g.remote.mu.Unlock()
+	if g.fetched == nil {
+		g.fetched = map[string]map[string][]byte{}
+	}
+	tip := fmt.Sprintf("v%d", g.remote.version)
+	g.fetched[tip] = maps.Clone(g.remote.files)
+	return tip, nil
+}
+
+// Files reads a fetched tip's files, or else the local branch's (what
+// Head names), at or under paths.
+func (g *fakeGit) Files(commit string, paths ...string) (map[string][]byte, error) {
+	files, ok := g.fetched[commit]
+	if !ok {
+		files = g.local
+	}
+	out := map[string][]byte{}
+	for f, b := range files {
+		for _, p := range paths {
+			if f == p || strings.HasSuffix(p, "/") && strings.HasPrefix(f, p) {
+				out[f] = b
+			}
+		}
+	}
+	return out, nil
 }
 
 func (g *fakeGit) Materialize(prefix string) error {
@@ -458,13 +496,19 @@ type fakeExec struct {
 	mu     sync.Mutex
 	ran    []executor.Request
 	result func(req executor.Request) executor.Result
+	// running, when set, answers instead of result, under the run's
+	// context: a tool that runs until it is stopped.
+	running func(ctx context.Context, req executor.Request) executor.Result
 }
 
 func (e *fakeExec) Run(ctx context.Context, req executor.Request) executor.Result {
 	e.mu.Lock()
 	e.ran = append(e.ran, req)
-	f := e.result
+	f, running := e.result, e.running
 	e.mu.Unlock()
+	if running != nil {
+		return running(ctx, req)
+	}
 	if f != nil {
 		return f(req)
 	}

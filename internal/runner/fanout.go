@@ -292,6 +292,8 @@ func (s *session) take(key string) (t *task, reason, why string) {
 		return nil, "not_open", "no claim with this key is open: its run has ended (completed, failed, skipped or lost), or it was never claimed"
 	case o.Status != state.OpenClaimed:
 		return nil, "not_open", "its run failed and waits for a retry, which a later plan claims"
+	case o.Cancelled != nil:
+		return nil, "cancelled", fmt.Sprintf("%s cancelled it: %s; a later run records its end", o.Cancelled.By, o.Cancelled.Reason)
 	case o.Plan == nil:
 		return nil, "not_planned", fmt.Sprintf("runner %s claimed it to run it itself; --claim runs only claims astra plan made", o.Runner)
 	case !o.Plan.Started.IsZero():

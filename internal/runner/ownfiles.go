@@ -165,8 +165,8 @@ func (s *session) checkOwn() {
 	}
 	slices.Sort(changed)
 	for _, p := range changed {
-		if slices.Contains(s.touched, p) {
-			wt.Restamp(o.before, p) // an approval token astra wrote
+		if slices.Contains(s.touched, p) || slices.Contains(s.marks, p) {
+			wt.Restamp(o.before, p) // an approval token or a cancel marker astra wrote
 			continue
 		}
 		what, err := s.putBack(o, wt, p)

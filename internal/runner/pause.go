@@ -42,8 +42,9 @@ func (r *Runner) PauseAll(ctx context.Context, stop bool, reason string, id iden
 // Cancel is `astra cancel`: a person withdraws the pending retry or
 // approval request of one run, named by its idempotency key or a run id
 // ("<key>#<attempt>"), and it does not run; the approval pull request of a
-// withdrawn request is closed. A running attempt is not stopped. It
-// returns the key cancelled.
+// withdrawn request is closed. A running attempt is marked
+// (state.Open.Cancelled, and a marker file its runner looks for): its
+// runner stops it, and it is not retried. It returns the key cancelled.
 func (r *Runner) Cancel(ctx context.Context, ref, reason string, id identity.Identity) (*Report, string, error) {
 	key, _, _ := strings.Cut(ref, "#")
 	pr := 0 // the approval pull request of the request withdrawn
@@ -52,11 +53,14 @@ func (r *Runner) Cancel(ctx context.Context, ref, reason string, id identity.Ide
 		ev := &ledger.Event{Event: ledger.RunCancelled, IdempotencyKey: key, Status: ledger.StatusCancelled, By: by(id), Error: reason}
 		var what string
 		if o := st.Open[key]; o != nil {
-			if o.Status != state.OpenRetry {
-				return nil, errkind.Usagef("%s is running (claimed by %s), not waiting: cancel withdraws a pending retry or approval request", key, o.Runner)
-			}
 			ev.ScheduleID, ev.Slot, ev.Attempt, ev.Mode, ev.TraceID = o.ScheduleID, o.Slot, o.Attempt, o.Mode, o.TraceID
 			what = fmt.Sprintf("retry %d", o.Attempt)
+			if o.Status == state.OpenClaimed {
+				if c := o.Cancelled; c != nil {
+					return nil, errkind.Usagef("%s is already cancelled, by %s: its runner stops it when it next looks", key, c.By)
+				}
+				what = fmt.Sprintf("running attempt %d", o.Attempt) // the commit carries its marker (syncMarks)
+			}
 		} else {
 			for sid, a := range st.Approvals {
 				if a.Key == key {

@@ -74,11 +74,13 @@ func (s *session) publish(ctx context.Context, phase string) error {
 	if g == nil || s.r.opts.DryRun {
 		return nil
 	}
+	s.syncMarks()
 	paths := s.j.Files()
 	if !s.r.opts.StateBranch {
 		paths = append(paths, s.touched...)
 	}
 	paths = append(paths, s.seals.files...)  // what a tamper check put back or kept, on any branch
+	paths = append(paths, s.marks...)        // cancel markers written or removed, on any branch
 	paths = append(paths, s.writes.files...) // tools' declared writes go with their outcomes, on any branch
 	if len(paths) == 0 {
 		return nil

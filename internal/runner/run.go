@@ -509,11 +509,18 @@ func (s *session) skip(t *task, reason, detail string) error {
 
 // lost records a claim whose runner died before recording an outcome as a
 // failure, then retries it per policy: never re-run while a claim is live.
+// A claim a person cancelled meanwhile ends as cancelled instead.
 func (s *session) lost(t *task, o *state.Open) error {
 	detail := fmt.Sprintf("claimed by %s at %s; no outcome by its deadline %s", o.Runner, o.ClaimedAt.Format(time.RFC3339), o.Deadline.Format(time.RFC3339))
 	ev := t.event(ledger.RunFailed, ledger.StatusFailed)
 	ev.Reason, ev.Error = ledger.ReasonLost, detail
 	t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionLost, ledger.ReasonLost, detail
+	if c := o.Cancelled; c != nil {
+		// Cancelled while it ran: it ends as cancelled, not retried.
+		ev.Reason, ev.Error = ledger.ReasonCancelled, fmt.Sprintf("cancelled by %s: %s (%s)", c.By, c.Reason, detail)
+		t.outcome.Action, t.outcome.Reason, t.outcome.Detail = ActionFailed, ev.Reason, ev.Error
+		return s.record(ev)
+	}
 	return s.record(append([]*ledger.Event{ev}, s.retryOrDeadLetter(t, detail)...)...)
 }
 

@@ -193,6 +193,7 @@ type session struct {
 	newest    time.Time         // ts of the ledger's newest event when replayed
 	label     string            // the commit message's first line, when not the usual
 	seals     sealWork          // tampering found before the journal opened (seals.go)
+	marks     []string          // cancel markers this run wrote or removed (cancel.go)
 	// riskAccepted: trust.risk_accepted is recorded; postureOutage: the
 	// posture check's outage is reported (posture.go).
 	riskAccepted, postureOutage bool

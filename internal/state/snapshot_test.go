@@ -35,6 +35,7 @@ var notStored = map[string]string{
 	"fallback":      "how the state was loaded, not what it knows",
 	"snapHead":      "how the state was loaded, not what it knows",
 	"decided":       "what this load replayed, for the runner's role check",
+	"stopped":       "holds from one event to the next: an end and its retry are recorded together, in one commit",
 	"deadSaved":     "what the checkout holds, not what the state knows",
 }
 

@@ -76,6 +76,9 @@ type State struct {
 	// it holds DeadLetters as they are; "" once they change, or when they
 	// were replayed (see SaveSnapshot).
 	deadSaved string
+	// stopped is the key whose cancelled attempt the event before ended,
+	// for the retry or dead letter recorded with that end.
+	stopped string
 }
 
 // Cost is what runs spent in one period.
@@ -203,6 +206,17 @@ type Open struct {
 	Plan *PlanDetail `json:"plan,omitempty"`
 	// Released: a retry a person asked for (dead-letter retry), not a backoff.
 	Released bool `json:"released,omitempty"`
+	// Cancelled: a person cancelled the running attempt (astra cancel); its
+	// runner stops it, and its end closes the slot with no retry.
+	Cancelled *Cancelled `json:"cancelled,omitempty"`
+}
+
+// Cancelled is who cancelled a running attempt, when and why.
+type Cancelled struct {
+	Seq    int64     `json:"seq"`
+	At     time.Time `json:"at"`
+	By     string    `json:"by,omitempty"`
+	Reason string    `json:"reason,omitempty"`
 }
 
 // PlanDetail is what a fan-out claim carries for its job: how the plan
@@ -585,6 +599,13 @@ func ownSlot(e *ledger.Event) bool {
 // Apply folds one event into the state. Events must come in ledger order.
 func (s *State) Apply(e *ledger.Event) {
 	s.Events++
+	stopped := s.stopped
+	s.stopped = ""
+	if stopped == e.IdempotencyKey && (e.Event == ledger.RunRetryScheduled || e.Event == ledger.RunDeadLettered) {
+		// Recorded with the end of an attempt cancelled meanwhile (by a
+		// runner that had not seen the cancel): the slot is closed.
+		return
+	}
 	if e.Event == ledger.ApprovalConsumed || e.Event == ledger.ApprovalApproved {
 		s.check(e)
 	}
@@ -599,7 +620,13 @@ func (s *State) Apply(e *ledger.Event) {
 	case ledger.ApprovalRequested, ledger.ApprovalApproved, ledger.ApprovalRejected, ledger.ApprovalExpired,
 		ledger.ApprovalConsumed, ledger.ApprovalRefused, ledger.ApprovalIgnored:
 		s.applyApproval(e)
-	case ledger.RunCancelled: // a pending retry or approval request withdrawn
+	case ledger.RunCancelled:
+		if o := s.Open[e.IdempotencyKey]; o != nil && o.Status == OpenClaimed {
+			// A running attempt: its end (or its loss) closes it.
+			o.Cancelled = &Cancelled{Seq: e.Seq, At: e.TS, By: e.By, Reason: e.Error}
+			break
+		}
+		// A pending retry or approval request, withdrawn.
 		s.delOpen(e.IdempotencyKey)
 		delete(s.Granted, e.IdempotencyKey)
 		if a := s.Approvals[e.ScheduleID]; a != nil && a.Key == e.IdempotencyKey {
@@ -725,6 +752,9 @@ func (s *State) applyRun(e *ledger.Event) {
 // against the day's run budget, a manual or event key is done, and what
 // it spent is added.
 func (s *State) ended(e *ledger.Event) {
+	if o := s.Open[e.IdempotencyKey]; o != nil && o.Cancelled != nil {
+		s.stopped = e.IdempotencyKey
+	}
 	s.delOpen(e.IdempotencyKey)
 	sc := s.schedule(e.ScheduleID)
 	sc.LastRunAt = e.TS

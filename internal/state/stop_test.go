@@ -48,3 +48,37 @@ func TestCancelWithdraws(t *testing.T) {
 		t.Error("another run's approval request was withdrawn")
 	}
 }
+
+// run.cancelled of a running attempt marks its claim, which a checkpoint
+// carries; the attempt's end closes the slot, and a retry or dead letter
+// recorded with that end (by a runner that had not seen the cancel) is
+// not opened.
+func TestCancelRunning(t *testing.T) {
+	at := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	for _, then := range []ledger.Kind{ledger.RunRetryScheduled, ledger.RunDeadLettered} {
+		s := New(at)
+		s.Apply(&ledger.Event{Seq: 1, TS: at, Event: ledger.RunClaimed, Status: ledger.StatusClaimed, ScheduleID: "a", IdempotencyKey: "a@k", Attempt: 1, Mode: ledger.ModeScheduled})
+		s.Apply(&ledger.Event{Seq: 2, TS: at, Event: ledger.RunCancelled, Status: ledger.StatusCancelled, ScheduleID: "a", IdempotencyKey: "a@k", By: "octocat", Error: "wrong input"})
+		o := s.Open["a@k"]
+		if o == nil || o.Status != OpenClaimed || o.Cancelled == nil || o.Cancelled.By != "octocat" || o.Cancelled.Reason != "wrong input" || o.Cancelled.Seq != 2 {
+			t.Fatalf("open after the cancel = %+v", o)
+		}
+		fresh := New(at)
+		fresh.add(&s.snapshot)
+		if c := fresh.Open["a@k"]; c == nil || c.Cancelled == nil || c.Cancelled.By != "octocat" {
+			t.Fatalf("a checkpoint lost the cancel: %+v", c)
+		}
+		s.Apply(&ledger.Event{Seq: 3, TS: at, Event: ledger.RunFailed, Status: ledger.StatusFailed, ScheduleID: "a", IdempotencyKey: "a@k", Attempt: 1, Reason: ledger.ReasonExit})
+		s.Apply(&ledger.Event{Seq: 4, TS: at, Event: then, ScheduleID: "a", IdempotencyKey: "a@k", Attempt: 2, RetryAt: at})
+		if s.Open["a@k"] != nil || s.DeadLetters["a@k"] != nil {
+			t.Errorf("%s after a cancelled attempt's end: open %+v, dead letter %+v", then, s.Open["a@k"], s.DeadLetters["a@k"])
+		}
+		// A later failure of the same key is retried as usual.
+		s.Apply(&ledger.Event{Seq: 5, TS: at, Event: ledger.RunClaimed, Status: ledger.StatusClaimed, ScheduleID: "a", IdempotencyKey: "a@k", Attempt: 1})
+		s.Apply(&ledger.Event{Seq: 6, TS: at, Event: ledger.RunFailed, Status: ledger.StatusFailed, ScheduleID: "a", IdempotencyKey: "a@k", Attempt: 1})
+		s.Apply(&ledger.Event{Seq: 7, TS: at, Event: ledger.RunRetryScheduled, ScheduleID: "a", IdempotencyKey: "a@k", Attempt: 2, RetryAt: at})
+		if o := s.Open["a@k"]; o == nil || o.Status != OpenRetry {
+			t.Errorf("a failure after the cancelled one was not retried: %+v", o)
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/astra-gitops/astra/internal/executor"
+	"github.com/astra-gitops/astra/internal/gitops"
+	"github.com/astra-gitops/astra/internal/ledger"
+)
+
+// cancelDir holds a marker per running attempt a person cancelled: the
+// attempt's runner, which cannot see the ledger move while its tool runs,
+// fetches astra's branch and looks for its key's marker alone.
+const cancelDir = "var/cancel"
+
+// cancelMark is a marker's content: the run.cancelled it stands for.
+type cancelMark struct {
+	Key    string `json:"key"`
+	Seq    int64  `json:"seq"`
+	By     string `json:"by,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// markerPath is the marker of key, by the sha256 of the key: keys hold
+// characters no file name should.
+func markerPath(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return path.Join(cancelDir, hex.EncodeToString(h[:]))
+}
+
+// syncMarks makes the markers on astra's branch those of the state: one
+// for each open claim a person cancelled (written with its run.cancelled,
+// and with the right seq again after a race), none for a key whose
+// attempt has ended, in the checkout or the branch's tip (a state
+// branch's are not in the worktree). So the run that records the end,
+// or any later one, commits the removal. Called before each commit.
+func (s *session) syncMarks() {
+	want := map[string][]byte{}
+	for key, o := range s.state().Open {
+		if c := o.Cancelled; c != nil {
+			data, _ := json.Marshal(cancelMark{Key: key, Seq: c.Seq, By: c.By, Reason: c.Reason})
+			want[markerPath(key)] = append(data, '\n')
+		}
+	}
+	have := map[string][]byte{}
+	if peek, ok := s.r.git.(cancelPeek); ok {
+		if head, err := s.r.git.Head(); err == nil && head != "" {
+			if files, err := peek.Files(head, cancelDir+"/"); err == nil {
+				have = files
+			}
+		}
+	}
+	dir := filepath.Join(s.r.opts.Root, cancelDir)
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("cancel markers under %s/ could not be read: %v", cancelDir, err))
+	}
+	for _, e := range entries {
+		if _, ok := have[path.Join(cancelDir, e.Name())]; !ok {
+			have[path.Join(cancelDir, e.Name())] = nil
+		}
+	}
+	for p, data := range want {
+		full := filepath.Join(s.r.opts.Root, filepath.FromSlash(p))
+		if cur, err := os.ReadFile(full); err == nil && bytes.Equal(cur, data) && bytes.Equal(have[p], data) {
+			continue
+		}
+		err := os.MkdirAll(dir, 0o755)
+		if err == nil {
+			err = os.WriteFile(full, data, 0o644)
+		}
+		if err != nil {
+			s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("cancel marker %s could not be written (the attempt's runner will not see the cancel): %v", p, err))
+			continue
+		}
+		s.mark(p)
+	}
+	for p := range have {
+		if _, ok := want[p]; ok {
+			continue
+		}
+		if err := os.Remove(filepath.Join(s.r.opts.Root, filepath.FromSlash(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("cancel marker %s could not be removed: %v", p, err))
+			continue
+		}
+		s.mark(p)
+	}
+}
+
+// mark lists a marker path among the files to commit, once.
+func (s *session) mark(p string) {
+	if !slices.Contains(s.marks, p) {
+		s.marks = append(s.marks, p)
+	}
+}
+
+// cancelPeek reads astra's branch as the remote has it now, beside the
+// checkout (gitops.Repo).
+type cancelPeek interface {
+	FetchBranch(ctx context.Context, branch string) (string, error)
+	Files(commit string, paths ...string) (map[string][]byte, error)
+}
+
+// errCancelled is why a tool's context ends when a person cancelled its
+// run.
+var errCancelled = errors.New("cancelled by a person (astra cancel)")
+
+// watchCancel looks for a cancel of t while its tool runs: every
+// defaults.cancel_poll it fetches astra's branch and reads t's marker
+// alone; once the marker is there it ends the returned context, which
+// stops the tool (its process group gets TERM, then KILL after the
+// grace). A fetch that fails is a warning, never a stop. stop ends the
+// watch and returns the cancel it found, if it stopped the tool.
+func (s *session) watchCancel(ctx context.Context, t *task) (tctx context.Context, stop func() *cancelMark) {
+	every := s.r.cfg.Policies.Defaults.CancelPollD()
+	peek, ok := s.r.git.(cancelPeek)
+	if every <= 0 || !ok || s.r.git == nil {
+		return ctx, func() *cancelMark { return nil }
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	wctx, quit := context.WithCancel(tctx)
+	var found *cancelMark
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		warned := false
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-tick.C:
+			}
+			m, err := s.peekCancel(wctx, peek, t.key)
+			switch {
+			case errors.Is(err, gitops.ErrNoRemote):
+				return // a checkout without a remote: no cancel can reach it
+			case err != nil && wctx.Err() == nil && !warned:
+				warned = true
+				s.mu.Lock()
+				s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("%s: looking for a cancel of %s failed (the run goes on; the next look may see it): %s",
+					t.sched.Name, t.key, s.r.opts.Redact.String(err.Error())))
+				s.mu.Unlock()
+			case m != nil:
+				found = m
+				cancel(errCancelled)
+				return
+			}
+		}
+	}()
+	return tctx, func() *cancelMark {
+		quit()
+		<-done
+		cancel(nil)
+		return found
+	}
+}
+
+// peekCancel fetches astra's branch and reads key's marker at its tip;
+// nil when there is none. It holds s.mu: the fetch moves the refs a
+// commit or push of another task's outcome uses.
+func (s *session) peekCancel(ctx context.Context, peek cancelPeek, key string) (*cancelMark, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tip, err := peek.FetchBranch(ctx, s.r.git.Branch())
+	if err != nil || tip == "" {
+		return nil, err
+	}
+	p := markerPath(key)
+	files, err := peek.Files(tip, p)
+	if err != nil || files[p] == nil {
+		return nil, err
+	}
+	var m cancelMark
+	if err := json.Unmarshal(files[p], &m); err != nil {
+		return nil, fmt.Errorf("reading the cancel marker %s: %w", p, err)
+	}
+	if m.Key != key {
+		return nil, nil
+	}
+	return &m, nil
+}
+
+// stopped is res for an attempt stopped because a person cancelled it:
+// failed, reason cancelled, with who and why; what the tool used and
+// wrote is kept.
+func stopped(res executor.Result, m *cancelMark) executor.Result {
+	res.Status, res.Reason, res.Exceeded = executor.StatusFailed, ledger.ReasonCancelled, ""
+	res.Error = fmt.Sprintf("cancelled by %s: %s; the tool was stopped", m.By, m.Reason)
+	return res
+}

@@ -1,0 +1,209 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/astra-gitops/astra/internal/diag"
+	"github.com/astra-gitops/astra/internal/executor"
+	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/model"
+)
+
+// cancelPoll sets defaults.cancel_poll, as the policies would.
+func (e *env) cancelPoll(d time.Duration) {
+	p := &e.cfg.Policies.Defaults
+	p.CancelPoll = model.Duration(d)
+	if p.Meta.Keys == nil {
+		p.Meta.Keys = map[string]diag.Pos{}
+	}
+	p.Meta.Keys["cancel_poll"] = diag.Pos{}
+}
+
+// astra cancel of a running attempt, from another checkout: the runner
+// sees the marker, stops the tool and records the attempt's end as
+// failed, reason cancelled, naming who; no retry, the marker goes, and
+// the next run-due leaves the slot alone.
+func TestCancelStopsARunningAttempt(t *testing.T) {
+	e := newEnv(t, hourly)
+	e.cancelPoll(time.Millisecond)
+	e.runDue("2026-11-22T00:00:30Z") // the schedule is seen: its next slot runs
+	started := make(chan struct{})
+	e.exec.running = func(ctx context.Context, req executor.Request) executor.Result {
+		close(started)
+		<-ctx.Done() // runs until stopped, as the executor's tools do
+		return executor.Result{Status: executor.StatusFailed, Reason: executor.ReasonCanceled, Error: "killed", Output: "partial"}
+	}
+	const key = "h@2026-11-22T01:00:00Z"
+	reps := make(chan *Report, 1)
+	go func() { reps <- e.runDue("2026-11-22T01:00:30Z") }()
+	<-started
+	c := e.clone()
+	if _, _, err := c.runner("2026-11-22T01:01:00Z").Cancel(context.Background(), key, "wrong input", ownerIdentity()); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	rep := <-reps
+	if o := outcome(t, rep, "h"); o.Action != ActionFailed || o.Reason != ledger.ReasonCancelled || !strings.Contains(o.Detail, "cancelled by octocat: wrong input") {
+		t.Fatalf("outcome: %+v", o)
+	}
+	var kinds []string
+	for _, ev := range e.events() {
+		if ev.IdempotencyKey != key {
+			continue
+		}
+		kinds = append(kinds, string(ev.Event)+":"+ev.Reason)
+		if ev.Event == ledger.RunFailed && (ev.Output != "partial" || !strings.Contains(ev.Error, "octocat")) {
+			t.Errorf("run.failed: %+v", ev)
+		}
+	}
+	if got := strings.Join(kinds, " "); got != "run.claimed: run.cancelled: run.failed:cancelled" {
+		t.Fatalf("the key's events: %s", got)
+	}
+	if _, ok := e.remote.files[markerPath(key)]; ok {
+		t.Error("the cancel marker is still on the branch")
+	}
+	e.exec.running = nil
+	ran := e.exec.runs("h")
+	e.runDue("2026-11-22T01:30:00Z")
+	if n := e.exec.runs("h"); n != ran {
+		t.Errorf("the cancelled slot ran again (%d runs, %d before)", n, ran)
+	}
+}
+
+// A runner that does not look for cancels (cancel_poll: 0) records its
+// attempt's end and a retry after the cancel: the retry opens nothing,
+// and the next run-due leaves the slot alone.
+func TestCancelUnseenByItsRunner(t *testing.T) {
+	e := newEnv(t, hourly)
+	e.cancelPoll(0)
+	e.runDue("2026-11-22T00:00:30Z")
+	release := make(chan struct{})
+	started := make(chan struct{})
+	e.exec.running = func(ctx context.Context, req executor.Request) executor.Result {
+		close(started)
+		<-release
+		return executor.Result{Status: executor.StatusFailed, Reason: ledger.ReasonExit, Error: "exit 1"}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.runDue("2026-11-22T01:00:30Z")
+	}()
+	<-started
+	const key = "h@2026-11-22T01:00:00Z"
+	c := e.clone()
+	if _, _, err := c.runner("2026-11-22T01:01:00Z").Cancel(context.Background(), key, "wrong input", ownerIdentity()); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	close(release)
+	<-done
+	if n := e.count(ledger.RunRetryScheduled, "h"); n != 1 {
+		t.Fatalf("%d retries recorded, want the one the runner recorded unaware", n)
+	}
+	e.exec.running = nil
+	ran := e.exec.runs("h")
+	rep := e.runDue("2026-11-22T01:30:00Z")
+	if n := e.exec.runs("h"); n != ran || len(rep.Outcomes) != 0 {
+		t.Errorf("the cancelled slot ran again: %+v", rep.Outcomes)
+	}
+}
+
+// A cancelled attempt whose runner died ends as cancelled once its
+// claim's deadline has passed: not lost, not retried. run --claim does
+// not take a cancelled claim.
+func TestCancelledClaimPastItsDeadline(t *testing.T) {
+	e := newEnv(t, hourly)
+	e.runDue("2026-11-22T00:00:30Z")
+	victim := e.clone()
+	release := make(chan struct{})
+	started := make(chan struct{})
+	e.exec.running = func(ctx context.Context, req executor.Request) executor.Result {
+		close(started)
+		<-release // the runner is gone meanwhile
+		return executor.Result{Status: executor.StatusFailed, Reason: ledger.ReasonExit}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = victim.runner("2026-11-22T01:00:30Z").RunDue(context.Background())
+	}()
+	defer func() { close(release); <-done }()
+	<-started
+	const key = "h@2026-11-22T01:00:00Z"
+	c := e.clone()
+	if _, _, err := c.runner("2026-11-22T01:01:00Z").Cancel(context.Background(), key, "wrong input", ownerIdentity()); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	var seq int64
+	for _, ev := range e.events() {
+		if ev.Event == ledger.RunCancelled {
+			seq = ev.Seq
+		}
+	}
+	e.remote.mu.Lock()
+	mark := string(e.remote.files[markerPath(key)])
+	e.remote.mu.Unlock()
+	if want := fmt.Sprintf(`{"key":%q,"seq":%d,"by":"octocat","reason":"wrong input"}`, key, seq); strings.TrimSpace(mark) != want {
+		t.Errorf("the marker holds %q, want %s", mark, want)
+	}
+	if _, reason, _ := c.runner("2026-11-22T01:02:00Z").sessionTake(t, key); reason != "cancelled" {
+		t.Errorf("run --claim of a cancelled claim: reason %q", reason)
+	}
+	e.exec.running = nil
+	late := e.clone()
+	rep := late.runDue("2026-11-22T01:30:00Z")
+	if o := outcome(t, rep, "h"); o.Action != ActionFailed || o.Reason != ledger.ReasonCancelled || !strings.Contains(o.Detail, "cancelled by octocat: wrong input") {
+		t.Fatalf("past the deadline: %+v", o)
+	}
+	if n := e.count(ledger.RunRetryScheduled, "h") + e.count(ledger.RunDeadLettered, "h"); n != 0 {
+		t.Errorf("%d retries or dead letters of a cancelled run", n)
+	}
+}
+
+// sessionTake is what run --claim would answer for key.
+func (r *Runner) sessionTake(t *testing.T, key string) (*task, string, string) {
+	t.Helper()
+	s, err := r.open(context.Background(), "run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.take(key)
+}
+
+// A look for a cancel that fails is a warning, once, and the tool runs on.
+func TestCancelLookFails(t *testing.T) {
+	e := newEnv(t, hourly)
+	e.cancelPoll(time.Millisecond)
+	e.runDue("2026-11-22T00:00:30Z")
+	looks := make(chan struct{}, 3)
+	e.git.fetchHook = func() error {
+		select {
+		case looks <- struct{}{}:
+		default:
+		}
+		return errors.New("connection refused")
+	}
+	e.exec.running = func(ctx context.Context, req executor.Request) executor.Result {
+		for range 3 {
+			<-looks
+		}
+		return executor.Result{Status: executor.StatusOK, Output: "done"}
+	}
+	rep := e.runDue("2026-11-22T01:00:30Z")
+	if o := outcome(t, rep, "h"); o.Action != ActionRan {
+		t.Fatalf("outcome: %+v", o)
+	}
+	n := 0
+	for _, w := range rep.Warnings {
+		if strings.Contains(w, "looking for a cancel of h@2026-11-22T01:00:00Z failed") && strings.Contains(w, "connection refused") {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d warnings about the failed looks, want 1: %q", n, rep.Warnings)
+	}
+}
