@@ -31,6 +31,43 @@ type cancelMark struct {
 	Seq    int64  `json:"seq"`
 	By     string `json:"by,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Seal is the ledger key's signature of the rest, in a sealed ledger:
+	// a marker a writer pushed would stop a run in a person's name.
+	Seal string `json:"seal,omitempty"`
+}
+
+// signed returns m's bytes sealed with the ledger key when the run can
+// sign. The seal reuses the spill seal's domain under a name no spill can
+// have (a git ref holds no ':').
+func (s *session) signedMark(m cancelMark) ([]byte, error) {
+	m.Seal = ""
+	if sign := s.r.opts.SignSpill; sign != nil {
+		body, _ := json.Marshal(m)
+		sig, err := sign("cancel:"+m.Key, body)
+		if err != nil {
+			return nil, err
+		}
+		m.Seal = string(sig)
+	}
+	data, _ := json.Marshal(m)
+	return append(data, '\n'), nil
+}
+
+// checkMark checks m's seal in a sealed ledger; nil when it holds, or
+// when the ledger is not sealed (a writer can then forge any line, and
+// the accepted risk says so).
+func (s *session) checkMark(m cancelMark) error {
+	verify := s.r.opts.VerifySpill
+	if verify == nil {
+		return nil
+	}
+	seal := m.Seal
+	m.Seal = ""
+	body, _ := json.Marshal(m)
+	if err := verify("cancel:"+m.Key, body, []byte(seal)); err != nil {
+		return fmt.Errorf("the cancel marker of %s carries no valid seal of the ledger key, so no person is known to have cancelled it: ignored", m.Key)
+	}
+	return nil
 }
 
 // markerPath is the marker of key, by the sha256 of the key: keys hold
@@ -50,8 +87,12 @@ func (s *session) syncMarks() {
 	want := map[string][]byte{}
 	for key, o := range s.state().Open {
 		if c := o.Cancelled; c != nil {
-			data, _ := json.Marshal(cancelMark{Key: key, Seq: c.Seq, By: c.By, Reason: c.Reason})
-			want[markerPath(key)] = append(data, '\n')
+			data, err := s.signedMark(cancelMark{Key: key, Seq: c.Seq, By: c.By, Reason: c.Reason})
+			if err != nil {
+				s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("the cancel marker of %s could not be sealed (its runner will not see the cancel): %v", key, err))
+				continue
+			}
+			want[markerPath(key)] = data
 		}
 	}
 	have := map[string][]byte{}
@@ -190,6 +231,9 @@ func (s *session) peekCancel(ctx context.Context, peek cancelPeek, key string) (
 	}
 	if m.Key != key {
 		return nil, nil
+	}
+	if err := s.checkMark(m); err != nil {
+		return nil, err
 	}
 	return &m, nil
 }

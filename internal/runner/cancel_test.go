@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -31,7 +32,7 @@ func (e *env) cancelPoll(d time.Duration) {
 func TestCancelStopsARunningAttempt(t *testing.T) {
 	e := newEnv(t, hourly)
 	e.cancelPoll(time.Millisecond)
-	e.runDue("2026-11-22T00:00:30Z") // the schedule is seen: its next slot runs
+	e.runDue("2026-11-22T00:00:30Z", sealedMarks) // the schedule is seen: its next slot runs
 	started := make(chan struct{})
 	e.exec.running = func(ctx context.Context, req executor.Request) executor.Result {
 		close(started)
@@ -40,10 +41,10 @@ func TestCancelStopsARunningAttempt(t *testing.T) {
 	}
 	const key = "h@2026-11-22T01:00:00Z"
 	reps := make(chan *Report, 1)
-	go func() { reps <- e.runDue("2026-11-22T01:00:30Z") }()
+	go func() { reps <- e.runDue("2026-11-22T01:00:30Z", sealedMarks) }()
 	<-started
 	c := e.clone()
-	if _, _, err := c.runner("2026-11-22T01:01:00Z").Cancel(context.Background(), key, "wrong input", ownerIdentity()); err != nil {
+	if _, _, err := c.runner("2026-11-22T01:01:00Z", sealedMarks).Cancel(context.Background(), key, "wrong input", ownerIdentity()); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
 	rep := <-reps
@@ -205,5 +206,72 @@ func TestCancelLookFails(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d warnings about the failed looks, want 1: %q", n, rep.Warnings)
+	}
+}
+
+// sealedMarks seals markers as a sealed ledger's runs do (a stand-in for
+// the ledger key's signature).
+func sealedMarks(o *Options) {
+	seal := func(name string, body []byte) string { return fmt.Sprintf("seal(%s,%x)", name, body) }
+	o.SignSpill = func(name string, body []byte) ([]byte, error) { return []byte(seal(name, body)), nil }
+	o.VerifySpill = func(name string, body, sig []byte) error {
+		if string(sig) != seal(name, body) {
+			return errors.New("no valid seal")
+		}
+		return nil
+	}
+}
+
+// In a sealed ledger, a cancel marker a writer pushed (no seal of the
+// ledger key) stops nothing: the tool runs to its end, and the run says
+// why the marker was ignored.
+func TestForgedCancelMarkerStopsNothing(t *testing.T) {
+	e := newEnv(t, hourly)
+	e.cancelPoll(time.Millisecond)
+	e.runDue("2026-11-22T00:00:30Z", sealedMarks)
+	const key = "h@2026-11-22T01:00:00Z"
+	looks := make(chan struct{}, 1)
+	e.git.fetchHook = func() error {
+		select {
+		case looks <- struct{}{}:
+		default:
+		}
+		return nil
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	e.exec.running = func(ctx context.Context, req executor.Request) executor.Result {
+		close(started)
+		select {
+		case <-ctx.Done():
+			return executor.Result{Status: executor.StatusFailed, Reason: executor.ReasonCanceled, Error: "killed"}
+		case <-release:
+			return executor.Result{Status: executor.StatusOK}
+		}
+	}
+	reps := make(chan *Report, 1)
+	go func() { reps <- e.runDue("2026-11-22T01:00:30Z", sealedMarks) }()
+	<-started
+	forged, _ := json.Marshal(cancelMark{Key: key, Seq: 3, By: "octocat", Reason: "forged"})
+	e.remote.mu.Lock()
+	e.remote.files[markerPath(key)] = forged
+	e.remote.version++
+	e.remote.mu.Unlock()
+	var rep *Report
+	for n := 0; n < 3 && rep == nil; { // the watcher looks three times since the forgery
+		select {
+		case <-looks:
+			n++
+		case rep = <-reps: // the forged marker stopped the tool
+		}
+	}
+	close(release)
+	if rep == nil {
+		rep = <-reps
+	}
+	if o := outcome(t, rep, "h"); o.Action != ActionRan {
+		t.Fatalf("outcome: %+v", o)
+	}
+	if w := strings.Join(rep.Warnings, "\n"); !strings.Contains(w, "carries no valid seal of the ledger key") {
+		t.Fatalf("warnings: %s", w)
 	}
 }
