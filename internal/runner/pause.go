@@ -60,6 +60,9 @@ func (r *Runner) Cancel(ctx context.Context, ref, reason string, id identity.Ide
 					return nil, errkind.Usagef("%s is already cancelled, by %s: its runner stops it when it next looks", key, c.By)
 				}
 				what = fmt.Sprintf("running attempt %d", o.Attempt) // the commit carries its marker (syncMarks)
+				if o.Plan != nil && o.Plan.Started.IsZero() {
+					what = fmt.Sprintf("planned job, attempt %d (not started)", o.Attempt)
+				}
 			}
 		} else {
 			for sid, a := range st.Approvals {

@@ -621,12 +621,13 @@ func (s *State) Apply(e *ledger.Event) {
 		ledger.ApprovalConsumed, ledger.ApprovalRefused, ledger.ApprovalIgnored:
 		s.applyApproval(e)
 	case ledger.RunCancelled:
-		if o := s.Open[e.IdempotencyKey]; o != nil && o.Status == OpenClaimed {
+		if o := s.Open[e.IdempotencyKey]; o != nil && o.Status == OpenClaimed && (o.Plan == nil || !o.Plan.Started.IsZero()) {
 			// A running attempt: its end (or its loss) closes it.
 			o.Cancelled = &Cancelled{Seq: e.Seq, At: e.TS, By: e.By, Reason: e.Error}
 			break
 		}
-		// A pending retry or approval request, withdrawn.
+		// A pending retry or approval request, or a plan's claim no job
+		// took yet (a job that takes it later finds it closed), withdrawn.
 		s.delOpen(e.IdempotencyKey)
 		delete(s.Granted, e.IdempotencyKey)
 		if a := s.Approvals[e.ScheduleID]; a != nil && a.Key == e.IdempotencyKey {

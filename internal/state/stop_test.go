@@ -82,3 +82,20 @@ func TestCancelRunning(t *testing.T) {
 		}
 	}
 }
+
+// A plan's claim no job took yet ends with its cancel; one a job took is
+// marked, and its end closes it.
+func TestCancelPlannedClaim(t *testing.T) {
+	at := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	s := New(at)
+	s.putOpen("a@k", &Open{ScheduleID: "a", Status: OpenClaimed, Attempt: 1, Plan: &PlanDetail{}})
+	s.putOpen("b@k", &Open{ScheduleID: "b", Status: OpenClaimed, Attempt: 1, Plan: &PlanDetail{Started: at}})
+	s.Apply(&ledger.Event{Seq: 1, TS: at, Event: ledger.RunCancelled, ScheduleID: "a", IdempotencyKey: "a@k", Status: ledger.StatusCancelled, By: "octocat"})
+	s.Apply(&ledger.Event{Seq: 2, TS: at, Event: ledger.RunCancelled, ScheduleID: "b", IdempotencyKey: "b@k", Status: ledger.StatusCancelled, By: "octocat"})
+	if s.Open["a@k"] != nil {
+		t.Fatalf("the claim no job took is still open: %+v", s.Open["a@k"])
+	}
+	if o := s.Open["b@k"]; o == nil || o.Cancelled == nil || o.Cancelled.By != "octocat" {
+		t.Fatalf("the running job's claim: %+v", o)
+	}
+}
