@@ -73,7 +73,9 @@ func (r *Runner) Cancel(ctx context.Context, ref, reason string, id identity.Ide
 			}
 		}
 		if what == "" {
-			return nil, errkind.Usagef("nothing pending for %q: cancel takes the key or run id of a waiting retry or approval request (see `astra schedules next`, `astra approvals list`)", ref)
+			return nil, &errkind.Error{Kind: errkind.ErrUsage, Err: fmt.Errorf("nothing pending or running for %q in this checkout's ledger: cancel takes the key or run id of a waiting retry, "+
+				"an approval request or a running attempt (see `astra schedules next`, `astra approvals list`, `astra tasks list`)", ref),
+				Hint: "If the run started after this checkout was last pulled, pull first (git pull): cancel judges the ledger it has."}
 		}
 		sc := r.cfg.Schedule(ev.ScheduleID)
 		if err := s.permit(ctx, model.VerbCancel, key, id, sc); err != nil {
