@@ -113,6 +113,9 @@ func TestCancelPoll(t *testing.T) {
 			t.Errorf("%q: cancel poll %v, want %v (%s)", c.defaults, got, c.want, diags)
 		}
 	}
+	if _, diags := load("defaults:\n  cancel_poll: 10ms\n"); !strings.Contains(diags, "p.yaml:6") || !strings.Contains(diags, "cancel_poll must be at least 1s, or 0") {
+		t.Errorf("a cancel_poll under a second: %s", diags)
+	}
 	if _, diags := load("defaults:\n  cancel_poll: -1s\n"); !strings.Contains(diags, "p.yaml:6") || !strings.Contains(diags, `"cancel_poll": duration "-1s" is negative`) {
 		t.Errorf("a negative cancel_poll: %s", diags)
 	}

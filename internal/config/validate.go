@@ -504,6 +504,10 @@ func validatePolicies(cfg *model.Config, diags *diag.List) {
 	}
 	validateGlobalBudget(p.Budget, diags)
 	validatePricing(p, diags)
+	if d := p.Defaults.CancelPoll.D(); d > 0 && d < time.Second {
+		// Each look is a fetch of astra's branch from the remote.
+		diags.Errorf(p.Defaults.Meta.At("cancel_poll"), "0 turns it off; 30s is the default", "cancel_poll must be at least 1s, or 0")
+	}
 }
 
 // validateTaskPolicy checks what a task policy refers to: its tool, its
