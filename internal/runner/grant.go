@@ -144,8 +144,8 @@ func (s *session) recheckMerge(ctx context.Context, sc *model.Schedule, a *state
 // one and the reviewers are checked with how they approved).
 func (s *session) checkCoApprovers(ctx context.Context, sc *model.Schedule, a *state.Approval) check {
 	for _, who := range a.Approvers() {
-		if strings.EqualFold(who, a.By) || hasLogin(a.Reviewers(), who) {
-			continue
+		if strings.EqualFold(who, a.By) || (a.Via == state.ViaPullRequest && hasLogin(a.Reviewers(), who)) {
+			continue // checked with how they approved (checkSigner, recheckMerge)
 		}
 		if why := s.checkCoProof(sc.ID, a, who); why != "" {
 			return refusedCheck(reasonUnsigned, fmt.Sprintf("the approval of %s by %s, one of its approvers: %s; nothing runs, and the next slot asks again", a.Key, who, why))

@@ -100,7 +100,7 @@ func (s *State) approvers(e *ledger.Event) int {
 	if a := s.Approvals[e.ScheduleID]; a != nil && a.Key == e.IdempotencyKey {
 		q.Approvers = slices.Clone(a.Approvers())
 	}
-	for _, who := range append([]string{e.By}, detailOf(e).Reviewers...) {
+	for _, who := range append([]string{e.By}, detailOf(e).ReviewersOf(e)...) {
 		if !q.has(who) {
 			q.Approvers = append(q.Approvers, who)
 		}

@@ -567,6 +567,16 @@ type ApprovalDetail struct {
 	Reviewers []string `json:"reviewers,omitempty"`
 }
 
+// ReviewersOf are the reviewers e, an approval event with detail d,
+// counts: only a merge of a pull request (its reviews are read again
+// through GitHub at use) has any.
+func (d ApprovalDetail) ReviewersOf(e *ledger.Event) []string {
+	if e.Event != ledger.ApprovalApproved || e.Status != ledger.StatusApproved || d.Via != ViaPullRequest {
+		return nil
+	}
+	return d.Reviewers
+}
+
 // planOf is the plan detail of a fan-out claim, nil for any other.
 func planOf(e *ledger.Event) *PlanDetail {
 	if e.Reason != ledger.ReasonFanOut {
@@ -833,12 +843,13 @@ func (s *State) approved(e *ledger.Event) {
 	}
 	if d.Required > 1 {
 		q := &Quorum{Required: d.Required, Approvers: slices.Clip(a.Approvers()), Reviewers: slices.Clip(a.Reviewers())}
-		for _, who := range append([]string{e.By}, d.Reviewers...) {
+		reviewers := d.ReviewersOf(e)
+		for _, who := range append([]string{e.By}, reviewers...) {
 			if !q.has(who) {
 				q.Approvers = append(q.Approvers, who)
 			}
 		}
-		for _, who := range d.Reviewers {
+		for _, who := range reviewers {
 			if !slices.ContainsFunc(q.Reviewers, func(r string) bool { return strings.EqualFold(r, who) }) {
 				q.Reviewers = append(q.Reviewers, who)
 			}
