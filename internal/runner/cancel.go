@@ -104,21 +104,41 @@ func (s *session) syncMarks() {
 		}
 	}
 	dir := filepath.Join(s.r.opts.Root, cancelDir)
+	if fi, err := os.Lstat(dir); err == nil && !fi.IsDir() {
+		// Not astra's directory: a link (or a file) someone committed
+		// there. It is removed, never followed: the sweep below would
+		// delete what a link leads to, outside the checkout.
+		if err := os.Remove(dir); err != nil {
+			s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("%s is not a directory and could not be removed (no cancel marker is written): %v", cancelDir, err))
+			return
+		}
+		s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("%s was not astra's directory of cancel markers (%s): removed, not followed", cancelDir, fi.Mode().Type()))
+		s.mark(cancelDir)
+	}
 	entries, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("cancel markers under %s/ could not be read: %v", cancelDir, err))
 	}
 	for _, e := range entries {
+		if e.IsDir() {
+			continue // not a marker
+		}
 		if _, ok := have[path.Join(cancelDir, e.Name())]; !ok {
-			have[path.Join(cancelDir, e.Name())] = nil
+			have[path.Join(cancelDir, e.Name())] = nil // a link among them is removed, not followed
 		}
 	}
 	for p, data := range want {
 		full := filepath.Join(s.r.opts.Root, filepath.FromSlash(p))
-		if cur, err := os.ReadFile(full); err == nil && bytes.Equal(cur, data) && bytes.Equal(have[p], data) {
-			continue
+		fi, lerr := os.Lstat(full)
+		if lerr == nil && fi.Mode().IsRegular() {
+			if cur, err := os.ReadFile(full); err == nil && bytes.Equal(cur, data) && bytes.Equal(have[p], data) {
+				continue
+			}
 		}
 		err := os.MkdirAll(dir, 0o755)
+		if err == nil && lerr == nil && !fi.Mode().IsRegular() {
+			err = os.RemoveAll(full) // a link or directory in the marker's place: never written through
+		}
 		if err == nil {
 			err = os.WriteFile(full, data, 0o644)
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -44,8 +46,27 @@ func TestCancelStopsARunningAttempt(t *testing.T) {
 	go func() { reps <- e.runDue("2026-11-22T01:00:30Z", sealedMarks) }()
 	<-started
 	c := e.clone()
+	// A link in the marker's place (a writer's) is replaced, never
+	// written through.
+	outside := filepath.Join(t.TempDir(), "outside")
+	if err := os.WriteFile(outside, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(c.dir, filepath.FromSlash(markerPath(key)))
+	if err := os.MkdirAll(filepath.Dir(marker), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, marker); err != nil {
+		t.Fatal(err)
+	}
 	if _, _, err := c.runner("2026-11-22T01:01:00Z", sealedMarks).Cancel(context.Background(), key, "wrong input", ownerIdentity()); err != nil {
 		t.Fatalf("cancel: %v", err)
+	}
+	if b, err := os.ReadFile(outside); err != nil || string(b) != "keep" {
+		t.Fatalf("the marker was written through a link: %q %v", b, err)
+	}
+	if fi, err := os.Lstat(marker); err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("the marker: %v %v", fi, err)
 	}
 	rep := <-reps
 	if o := outcome(t, rep, "h"); o.Action != ActionFailed || o.Reason != ledger.ReasonCancelled || !strings.Contains(o.Detail, "cancelled by octocat: wrong input") {
