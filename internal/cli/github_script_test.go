@@ -65,7 +65,7 @@ func setupScriptEnv(env *testscript.Env) error {
 //	github workflow-permissions read|write
 //	github merge N LOGIN             LOGIN merges pull request N (approves it)
 //	github review N LOGIN EVENT      LOGIN reviews pull request N: APPROVE, REQUEST_CHANGES or COMMENT (with a body)
-//	github pr N                      prints pull request N's state ("open", "closed" or "merged")
+//	github pr N                      prints pull request N's state ("open", "closed" or "merged"), then its comments
 //	github fail METHOD PATH STATUS   the next matching request fails
 //	github skew DURATION             its answers' Date is DURATION from now (-8760h: a runner's clock looks a year ahead)
 func scriptGitHubCmd(ts *testscript.TestScript, neg bool, args []string) {
@@ -145,6 +145,11 @@ func scriptGitHubCmd(ts *testscript.TestScript, neg bool, args []string) {
 			state = "merged"
 		}
 		fmt.Fprintf(ts.Stdout(), "%s\n", state)
+		comments, _, err := srv.Client(srv.BotToken).Issues.ListComments(context.Background(), "octo", "widgets", n, nil)
+		ts.Check(err)
+		for _, c := range comments {
+			fmt.Fprintf(ts.Stdout(), "comment by %s: %s\n", c.GetUser().GetLogin(), c.GetBody())
+		}
 	case "skew":
 		d, err := time.ParseDuration(args[1])
 		ts.Check(err)

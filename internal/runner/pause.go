@@ -11,6 +11,7 @@ import (
 	"github.com/astra-gitops/astra/internal/forge"
 	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/ledger"
+	"github.com/astra-gitops/astra/internal/markdown"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/state"
 )
@@ -90,7 +91,10 @@ func (r *Runner) Cancel(ctx context.Context, ref, reason string, id identity.Ide
 		return []*ledger.Event{ev}, nil
 	})
 	if err == nil && pr != 0 && !r.opts.DryRun && !r.opts.NoPush {
-		r.closeWithdrawn(ctx, rep, pr, fmt.Sprintf("astra: %s was cancelled by %s: %s. This request is withdrawn; merging it approves nothing.", key, by(id), reason))
+		// The reason is a person's words: shown as written, it cannot
+		// mention, link or format (package markdown).
+		r.closeWithdrawn(ctx, rep, pr, fmt.Sprintf("astra: %s was cancelled by %s: %s. This request is withdrawn; merging it approves nothing.",
+			markdown.Code(key), markdown.Text(by(id)), markdown.Text(r.opts.Redact.String(reason))))
 	}
 	return rep, key, err
 }
