@@ -1,9 +1,12 @@
 package gitops
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -212,4 +215,45 @@ func pushNewBranch(t *testing.T, r *Repo, remote string, paths []string) string 
 		t.Fatalf("creating an existing branch = %v, want ErrRejected", err)
 	}
 	return c1
+}
+
+// A tree entry no checkout may have (git refuses to check it out) is
+// skipped with a warning: joined to a path it would lead outside the
+// checkout.
+func TestFilesSkipUnsafeEntries(t *testing.T) {
+	remote := newRemote(t)
+	dir := cloneCLI(t, fileURL(remote), true)
+	blob := gitCmd(t, dir, "hash-object", "-w", "--stdin")
+	var raw bytes.Buffer
+	for _, name := range []string{"..", "../../x", ".git", "ok"} {
+		raw.WriteString("100644 " + name + "\x00")
+		h, _ := hex.DecodeString(blob)
+		raw.Write(h)
+	}
+	tree := filepath.Join(t.TempDir(), "tree")
+	if err := os.WriteFile(tree, raw.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := gitCmd(t, dir, "hash-object", "-t", "tree", "--literally", "-w", tree)
+	mk := exec.Command("git", "mktree", "--missing")
+	mk.Dir, mk.Env, mk.Stdin = dir, gitEnv(), strings.NewReader("040000 tree "+sub+"\tcancel\n")
+	out, err := mk.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := strings.TrimSpace(string(out))
+	commit := gitCmd(t, dir, "commit-tree", root, "-m", "crafted")
+	r := open(t, dir)
+	got, err := r.Files(commit, "cancel/")
+	if err != nil || len(got) != 1 || got["cancel/ok"] == nil {
+		t.Fatalf("Files = %q, %v", got, err)
+	}
+	if w := strings.Join(r.Warnings(), "\n"); strings.Count(w, "which no checkout may have") != 3 {
+		t.Fatalf("warnings: %s", w)
+	}
+	for _, name := range []string{"", ".", "..", ".git", ".GIT", "a/b", "a\x00"} {
+		if safeName(name) {
+			t.Errorf("safeName(%q)", name)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package gitops
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,6 +21,9 @@ type edit struct {
 }
 
 // readTree returns the entries of tree h; the zero hash is the empty tree.
+// An entry no checkout may have (".", "..", ".git", a name with "/" or
+// NUL), which git itself refuses to check out, is left out with a warning:
+// joined to a path, such a name leads outside the checkout.
 func (r *Repo) readTree(h plumbing.Hash) ([]object.TreeEntry, error) {
 	if h.IsZero() {
 		return nil, nil
@@ -28,7 +32,28 @@ func (r *Repo) readTree(h plumbing.Hash) ([]object.TreeEntry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read tree %s: %w", h, err)
 	}
-	return t.Entries, nil
+	entries := t.Entries
+	for _, e := range t.Entries {
+		if !safeName(e.Name) {
+			// Skipped: never a path astra reads or writes, and gone from
+			// the tree the next time astra rewrites it.
+			entries = slices.DeleteFunc(slices.Clone(t.Entries), func(e object.TreeEntry) bool { return !safeName(e.Name) })
+			r.warnOnce(fmt.Sprintf("tree %.12s holds an entry named %q, which no checkout may have (someone made it by hand): astra skips it", h, e.Name))
+		}
+	}
+	return entries, nil
+}
+
+// warnOnce adds a warning the run has not given yet.
+func (r *Repo) warnOnce(w string) {
+	if !slices.Contains(r.warnings, w) {
+		r.warnings = append(r.warnings, w)
+	}
+}
+
+// safeName reports whether name is one path element a checkout may have.
+func safeName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.EqualFold(name, ".git") && !strings.ContainsAny(name, "/\x00")
 }
 
 // editTree applies edits (keyed by slash paths relative to this tree) to tree

@@ -98,7 +98,10 @@ func (s *session) syncMarks() {
 	have := map[string][]byte{}
 	if peek, ok := s.r.git.(cancelPeek); ok {
 		if head, err := s.r.git.Head(); err == nil && head != "" {
-			if files, err := peek.Files(head, cancelDir+"/"); err == nil {
+			files, err := peek.Files(head, cancelDir+"/")
+			if err != nil {
+				s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("the cancel markers of astra's branch could not be read (none is removed from it): %v", err))
+			} else {
 				have = files
 			}
 		}
