@@ -65,11 +65,14 @@ func (r *Runner) Cancel(ctx context.Context, ref, reason string, id identity.Ide
 					what = fmt.Sprintf("planned job, attempt %d (not started)", o.Attempt)
 				}
 			}
-		} else {
+		}
+		if o := st.Open[key]; o == nil || o.Status == state.OpenRetry {
+			// The run's approval request is withdrawn with it (a released
+			// dead letter waits for both).
 			for sid, a := range st.Approvals {
 				if a.Key == key {
 					ev.ScheduleID, ev.Slot, ev.PR = sid, a.Slot, a.PR
-					what = "approval request (" + a.Status + ")"
+					what = strings.TrimPrefix(what+" and approval request ("+a.Status+")", " and ")
 				}
 			}
 		}
