@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/astra-gitops/astra/internal/executor"
@@ -152,7 +153,7 @@ func (s *session) syncMarks() {
 		s.mark(p)
 	}
 	for p := range have {
-		if _, ok := want[p]; ok {
+		if _, ok := want[p]; ok || !isMarker(p) {
 			continue
 		}
 		if err := os.Remove(filepath.Join(s.r.opts.Root, filepath.FromSlash(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -161,6 +162,17 @@ func (s *session) syncMarks() {
 		}
 		s.mark(p)
 	}
+}
+
+// isMarker reports whether p can be a marker: a sha256 in hex, directly
+// in var/cancel. Only those are swept.
+func isMarker(p string) bool {
+	name, ok := strings.CutPrefix(p, cancelDir+"/")
+	if !ok || len(name) != sha256.Size*2 {
+		return false
+	}
+	_, err := hex.DecodeString(name)
+	return err == nil && strings.ToLower(name) == name
 }
 
 // mark lists a marker path among the files to commit, once.
