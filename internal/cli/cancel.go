@@ -3,19 +3,15 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
 )
 
 // cancelOptions are `astra cancel`'s flags.
 type cancelOptions struct {
-	reason string
-	by     string
-	run    runFlags
+	decision
 }
 
 func (a *app) cancelCmd() *cobra.Command {
@@ -42,21 +38,13 @@ permission (default: whoever may approve).`,
 		Args:    cobra.ExactArgs(1),
 		RunE:    func(cmd *cobra.Command, args []string) error { return a.runCancel(cmd.Context(), args[0], o) },
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.reason, "reason", "", "why it should not run: recorded")
-	f.BoolVar(&o.run.dryRun, "dry-run", false, "check who may cancel; record nothing")
-	f.BoolVar(&o.run.noPush, "no-push", false, "commit locally, do not push")
-	byFlag(cmd, &o.by)
-	_ = cmd.MarkFlagRequired("reason")
+	o.addFlags(cmd, "why it should not run: recorded", "check who may cancel; record nothing")
 	return cmd
 }
 
 // runCancel is `astra cancel`.
 func (a *app) runCancel(ctx context.Context, ref string, o cancelOptions) error {
-	if strings.TrimSpace(o.reason) == "" {
-		return errkind.Usagef("--reason is empty: say why it should not run, it is recorded")
-	}
-	r, id, err := a.recorder(ctx, o.run, model.VerbCancel, ref, o.by)
+	r, id, err := a.decide(ctx, o.decision, model.VerbCancel, ref, "why it should not run")
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,10 +16,8 @@ import (
 
 // ledgerCorrectClockOptions are `astra ledger correct-clock`'s flags.
 type ledgerCorrectClockOptions struct {
-	after  string // --after, RFC3339
-	reason string
-	by     string
-	run    runFlags
+	after string // --after, RFC3339
+	decision
 }
 
 func (a *app) ledgerCorrectClockCmd() *cobra.Command {
@@ -55,12 +52,8 @@ permission. --dry-run shows what it would void.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.after, "after", "", "void what was decided after this RFC3339 time (the wrong clock's first decisions)")
-	f.StringVar(&o.reason, "reason", "", "why: recorded with the correction")
-	f.BoolVar(&o.run.dryRun, "dry-run", false, "show what would be voided; record nothing")
-	f.BoolVar(&o.run.noPush, "no-push", false, "commit locally, do not push")
-	byFlag(cmd, &o.by)
+	o.addFlags(cmd, "why: recorded with the correction", "show what would be voided; record nothing")
 	_ = cmd.MarkFlagRequired("after")
-	_ = cmd.MarkFlagRequired("reason")
 	return cmd
 }
 
@@ -70,11 +63,8 @@ func (a *app) runLedgerCorrectClock(ctx context.Context, o ledgerCorrectClockOpt
 	if err != nil {
 		return errkind.Usagef("--after %q is not an RFC3339 time such as 2026-11-22T06:00:00Z", o.after)
 	}
-	if strings.TrimSpace(o.reason) == "" {
-		return errkind.Usagef("--reason is empty: say why the clock is corrected, it is recorded")
-	}
 	target := "the decisions made after " + after.UTC().Format(time.RFC3339)
-	r, id, err := a.recorder(ctx, o.run, model.VerbCorrectClock, target, o.by)
+	r, id, err := a.decide(ctx, o.decision, model.VerbCorrectClock, target, "why the clock is corrected")
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/gitops"
 	"github.com/astra-gitops/astra/internal/identity"
 	"github.com/astra-gitops/astra/internal/model"
@@ -55,4 +57,32 @@ func (a *app) recorder(ctx context.Context, f runFlags, verb, target, by string)
 	}
 	id, err := a.who(ctx, r, cfg, verb, target, by, f)
 	return r, id, err
+}
+
+// decision is the flags of a person's recorded decision (pause, cancel,
+// trust resume, correct-clock): why, recorded and required; who; and
+// whether it is recorded and pushed.
+type decision struct {
+	reason string
+	by     string
+	run    runFlags
+}
+
+// addFlags adds --reason, --dry-run, --no-push and --by.
+func (d *decision) addFlags(cmd *cobra.Command, reasonHelp, dryRunHelp string) {
+	f := cmd.Flags()
+	f.StringVar(&d.reason, "reason", "", reasonHelp)
+	f.BoolVar(&d.run.dryRun, "dry-run", false, dryRunHelp)
+	f.BoolVar(&d.run.noPush, "no-push", false, "commit locally, do not push")
+	byFlag(cmd, &d.by)
+	_ = cmd.MarkFlagRequired("reason")
+}
+
+// decide refuses an empty reason (why says what it should say) and
+// starts the decision (see recorder).
+func (a *app) decide(ctx context.Context, d decision, verb, target, why string) (*runner.Runner, identity.Identity, error) {
+	if strings.TrimSpace(d.reason) == "" {
+		return nil, identity.Identity{}, errkind.Usagef("--reason is empty: say %s, it is recorded", why)
+	}
+	return a.recorder(ctx, d.run, verb, target, d.by)
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,10 +12,8 @@ import (
 
 // pauseOptions are the flags of `astra pause` and `astra resume`.
 type pauseOptions struct {
-	all    bool
-	reason string
-	by     string
-	run    runFlags
+	all bool
+	decision
 }
 
 // pauseCmd is `astra pause` (stop true) or `astra resume` (stop false).
@@ -46,11 +43,7 @@ permission (default: whoever may approve).`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.all, "all", false, "every schedule (required: the stop is repository-wide)")
-	f.StringVar(&o.reason, "reason", "", "why: recorded")
-	f.BoolVar(&o.run.dryRun, "dry-run", false, "check who may do it; record nothing")
-	f.BoolVar(&o.run.noPush, "no-push", false, "commit locally, do not push")
-	byFlag(cmd, &o.by)
-	_ = cmd.MarkFlagRequired("reason")
+	o.addFlags(cmd, "why: recorded", "check who may do it; record nothing")
 	return cmd
 }
 
@@ -59,10 +52,7 @@ func (a *app) runPause(ctx context.Context, stop bool, o pauseOptions) error {
 	if !o.all {
 		return errkind.Usagef("--all is required: the stop holds for every schedule (to stop one schedule, set enabled: false)")
 	}
-	if strings.TrimSpace(o.reason) == "" {
-		return errkind.Usagef("--reason is empty: say why, it is recorded")
-	}
-	r, id, err := a.recorder(ctx, o.run, model.VerbPause, "every run", o.by)
+	r, id, err := a.decide(ctx, o.decision, model.VerbPause, "every run", "why")
 	if err != nil {
 		return err
 	}

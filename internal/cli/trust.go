@@ -3,11 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/model"
 )
 
@@ -24,9 +22,7 @@ func (a *app) trustCmd() *cobra.Command {
 
 // trustResumeOptions are `astra trust resume`'s flags.
 type trustResumeOptions struct {
-	reason string
-	by     string
-	run    runFlags
+	decision
 }
 
 func (a *app) trustResumeCmd() *cobra.Command {
@@ -50,21 +46,13 @@ the trust_resume permission (default: whoever may approve).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runTrustResume(cmd.Context(), o) },
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.reason, "reason", "", "why tier 2 may run again: recorded")
-	f.BoolVar(&o.run.dryRun, "dry-run", false, "check who may resume; record nothing")
-	f.BoolVar(&o.run.noPush, "no-push", false, "commit locally, do not push")
-	byFlag(cmd, &o.by)
-	_ = cmd.MarkFlagRequired("reason")
+	o.addFlags(cmd, "why tier 2 may run again: recorded", "check who may resume; record nothing")
 	return cmd
 }
 
 // runTrustResume is `astra trust resume`.
 func (a *app) runTrustResume(ctx context.Context, o trustResumeOptions) error {
-	if strings.TrimSpace(o.reason) == "" {
-		return errkind.Usagef("--reason is empty: say why tier 2 may run again, it is recorded")
-	}
-	r, id, err := a.recorder(ctx, o.run, model.VerbTrustResume, "tier 2 after tampering", o.by)
+	r, id, err := a.decide(ctx, o.decision, model.VerbTrustResume, "tier 2 after tampering", "why tier 2 may run again")
 	if err != nil {
 		return err
 	}
