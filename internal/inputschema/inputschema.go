@@ -6,7 +6,9 @@ package inputschema
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -54,9 +56,29 @@ func (s *Schema) CheckJSON(doc []byte) error {
 		return fmt.Errorf("not JSON: %w", err)
 	}
 	if err := s.s.Validate(v); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			sortCauses(ve)
+		}
 		return fmt.Errorf("%s", oneLine(err.Error()))
 	}
 	return nil
+}
+
+// sortCauses orders the report by where in the document each problem is:
+// the library walks an object's properties in map order, so without it the
+// same payload would be reported differently from run to run.
+func sortCauses(e *jsonschema.ValidationError) {
+	for _, c := range e.Causes {
+		sortCauses(c)
+	}
+	sort.SliceStable(e.Causes, func(i, j int) bool {
+		a, b := e.Causes[i], e.Causes[j]
+		if pa, pb := strings.Join(a.InstanceLocation, "/"), strings.Join(b.InstanceLocation, "/"); pa != pb {
+			return pa < pb
+		}
+		return a.Error() < b.Error()
+	})
 }
 
 // oneLine folds the library's indented report into one line: the first

@@ -16,7 +16,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{map[string]any{"env": "prod", "n": 2}, ""},
 		{map[string]any{}, "at '': missing property 'env'"},
-		{map[string]any{"env": "dev", "n": 1.5, "x": 1}, "at '/env': value must be one of 'prod', 'staging'; at '/n': got number, want integer; at '': additional properties 'x' not allowed"},
+		{map[string]any{"env": "dev", "n": 1.5, "x": 1}, "at '': additional properties 'x' not allowed; at '/env': value must be one of 'prod', 'staging'; at '/n': got number, want integer"},
 	} {
 		err := s.Check(c.doc)
 		if got := ""; err != nil {
