@@ -36,6 +36,27 @@ func (r *Repo) FetchBranch(ctx context.Context, branch string) (string, error) {
 	return h.String(), nil
 }
 
+// RemoteTip asks the remote for branch's tip without fetching (git
+// ls-remote): "" when the remote has no such branch. It reads and writes
+// nothing of the local repository, so it needs no lock against a commit
+// or push beside it.
+func (r *Repo) RemoteTip(ctx context.Context, branch string) (string, error) {
+	ref, err := branchRef(branch)
+	if err != nil {
+		return "", err
+	}
+	refs, err := r.listRemote(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, x := range refs {
+		if x.Name() == ref && x.Type() == plumbing.HashReference {
+			return x.Hash().String(), nil
+		}
+	}
+	return "", nil
+}
+
 // Files returns the files at or under paths (a directory such as "var/memory/",
 // or a file) in commit, by slash path. Paths commit does not have are
 // skipped.

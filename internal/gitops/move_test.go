@@ -123,6 +123,9 @@ func TestPushFiles(t *testing.T) {
 	got[ledger] = []byte("l1\nl2\n")
 	delete(got, "var/memory/2025-01.ndjson.gz")
 	c2, err := r.PushFiles(ctx, "main", main, paths, got, "astra: the ledger moves back")
+	if tip, err := r.RemoteTip(ctx, "main"); err != nil || tip != c2 {
+		t.Fatalf("RemoteTip(main) = %q, %v; want the push's %s", tip, err, c2)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,6 +202,9 @@ func pushNewBranch(t *testing.T, r *Repo, remote string, paths []string) string 
 	ctx := context.Background()
 	if tip, err := r.FetchBranch(ctx, "astra-state"); err != nil || tip != "" {
 		t.Fatalf("FetchBranch(absent) = %q, %v", tip, err)
+	}
+	if tip, err := r.RemoteTip(ctx, "astra-state"); err != nil || tip != "" {
+		t.Fatalf("RemoteTip(absent) = %q, %v", tip, err)
 	}
 	files := map[string][]byte{ledger: []byte("l1\n"), "var/memory/2025-01.ndjson.gz": []byte("m1\n")}
 	c1, err := r.PushFiles(ctx, "astra-state", "", paths, files, "astra: the ledger moves here")

@@ -518,6 +518,23 @@ func (r *Repo) PushSpill(ctx context.Context, name string, files map[string][]by
 
 // ListSpills returns the names of the spill refs on the remote, sorted.
 func (r *Repo) ListSpills(ctx context.Context) ([]string, error) {
+	refs, err := r.listRemote(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, ref := range refs {
+		if n, ok := strings.CutPrefix(ref.Name().String(), SpillPrefix); ok && ref.Type() == plumbing.HashReference {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// listRemote returns the refs the remote advertises (git ls-remote); none
+// for an empty remote.
+func (r *Repo) listRemote(ctx context.Context) ([]*plumbing.Reference, error) {
 	if err := r.requireRemote(); err != nil {
 		return nil, err
 	}
@@ -536,14 +553,7 @@ func (r *Repo) ListSpills(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, r.transportError("list refs of", err)
 	}
-	var names []string
-	for _, ref := range refs {
-		if n, ok := strings.CutPrefix(ref.Name().String(), SpillPrefix); ok && ref.Type() == plumbing.HashReference {
-			names = append(names, n)
-		}
-	}
-	sort.Strings(names)
-	return names, nil
+	return refs, nil
 }
 
 // ReadSpill fetches spill <name> and returns its files.

@@ -185,6 +185,7 @@ func (s *session) mark(p string) {
 // cancelPeek reads astra's branch as the remote has it now, beside the
 // checkout (gitops.Repo).
 type cancelPeek interface {
+	RemoteTip(ctx context.Context, branch string) (string, error)
 	FetchBranch(ctx context.Context, branch string) (string, error)
 	Files(commit string, paths ...string) (map[string][]byte, error)
 }
@@ -213,14 +214,17 @@ func (s *session) watchCancel(ctx context.Context, t *task) (tctx context.Contex
 		defer close(done)
 		tick := time.NewTicker(every)
 		defer tick.Stop()
-		warned := false
+		warned, seen := false, ""
 		for {
 			select {
 			case <-wctx.Done():
 				return
 			case <-tick.C:
 			}
-			m, err := s.peekCancel(wctx, peek, t.key)
+			m, tip, err := s.peekCancel(wctx, peek, t.key, seen)
+			if tip != "" {
+				seen = tip
+			}
 			switch {
 			case errors.Is(err, gitops.ErrNoRemote):
 				return // a checkout without a remote: no cancel can reach it
@@ -245,32 +249,39 @@ func (s *session) watchCancel(ctx context.Context, t *task) (tctx context.Contex
 	}
 }
 
-// peekCancel fetches astra's branch and reads key's marker at its tip;
-// nil when there is none. It holds s.mu: the fetch moves the refs a
-// commit or push of another task's outcome uses.
-func (s *session) peekCancel(ctx context.Context, peek cancelPeek, key string) (*cancelMark, error) {
+// peekCancel reads key's marker at the tip of astra's branch on the
+// remote; nil when there is none. It returns the tip it read, or "" when
+// it could not: a tip already read (seen) is not fetched again. Only the
+// fetch holds s.mu, as it moves the refs a commit or push of another
+// task's outcome uses; asking for the tip does not, so a remote that
+// hangs delays no other task's recording.
+func (s *session) peekCancel(ctx context.Context, peek cancelPeek, key, seen string) (*cancelMark, string, error) {
+	tip, err := peek.RemoteTip(ctx, s.r.git.Branch())
+	if err != nil || tip == "" || tip == seen {
+		return nil, "", err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	tip, err := peek.FetchBranch(ctx, s.r.git.Branch())
+	tip, err = peek.FetchBranch(ctx, s.r.git.Branch())
 	if err != nil || tip == "" {
-		return nil, err
+		return nil, "", err
 	}
 	p := markerPath(key)
 	files, err := peek.Files(tip, p)
 	if err != nil || files[p] == nil {
-		return nil, err
+		return nil, tip, err
 	}
 	var m cancelMark
 	if err := json.Unmarshal(files[p], &m); err != nil {
-		return nil, fmt.Errorf("reading the cancel marker %s: %w", p, err)
+		return nil, tip, fmt.Errorf("reading the cancel marker %s: %w", p, err)
 	}
 	if m.Key != key {
-		return nil, nil
+		return nil, tip, nil
 	}
 	if err := s.checkMark(m); err != nil {
-		return nil, err
+		return nil, tip, err
 	}
-	return &m, nil
+	return &m, tip, nil
 }
 
 // stopped is res for an attempt stopped because a person cancelled it:

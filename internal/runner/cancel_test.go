@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -202,7 +203,7 @@ func TestCancelLookFails(t *testing.T) {
 	e.cancelPoll(time.Millisecond)
 	e.runDue("2026-11-22T00:00:30Z")
 	looks := make(chan struct{}, 3)
-	e.git.fetchHook = func() error {
+	e.git.fetchHook = func(context.Context) error {
 		select {
 		case looks <- struct{}{}:
 		default:
@@ -252,7 +253,7 @@ func TestForgedCancelMarkerStopsNothing(t *testing.T) {
 	e.runDue("2026-11-22T00:00:30Z", sealedMarks)
 	const key = "h@2026-11-22T01:00:00Z"
 	looks := make(chan struct{}, 1)
-	e.git.fetchHook = func() error {
+	e.git.fetchHook = func(context.Context) error {
 		select {
 		case looks <- struct{}{}:
 		default:
@@ -294,5 +295,60 @@ func TestForgedCancelMarkerStopsNothing(t *testing.T) {
 	}
 	if w := strings.Join(rep.Warnings, "\n"); !strings.Contains(w, "carries no valid seal of the ledger key") {
 		t.Fatalf("warnings: %s", w)
+	}
+}
+
+// endSignal closes ended when name's outcome is recorded.
+type endSignal struct {
+	name  string
+	ended chan struct{}
+}
+
+func (p endSignal) Begin(string, time.Time, bool) {}
+func (p endSignal) Start(string)                  {}
+func (p endSignal) End(_, name, _ string) {
+	if name == p.name {
+		close(p.ended)
+	}
+}
+
+// A look for a cancel that hangs on the remote delays no other task: a
+// task beside it ends and is recorded while the look waits.
+func TestHangingLookBlocksNoOtherTask(t *testing.T) {
+	e := newEnv(t, `schedules:
+  - {id: a, name: a, cron: "0 * * * *", target_tool: work}
+  - {id: b, name: b, cron: "0 * * * *", target_tool: work}
+`)
+	e.cancelPoll(time.Millisecond)
+	e.runDue("2026-11-22T00:00:30Z")
+	hanging, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.git.fetchHook = func(ctx context.Context) error {
+		once.Do(func() { close(hanging) })
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return errors.New("timed out")
+	}
+	bEnded := make(chan struct{})
+	e.exec.running = func(ctx context.Context, req executor.Request) executor.Result {
+		<-hanging
+		if req.ScheduleID == "a" {
+			select {
+			case <-bEnded:
+			case <-time.After(time.Minute): // a deadlock's guard, not a timing
+				return executor.Result{Status: executor.StatusFailed, Error: "b was not recorded while a's look hung"}
+			}
+			close(release)
+		}
+		return executor.Result{Status: executor.StatusOK, Output: "done"}
+	}
+	rep := e.runDue("2026-11-22T01:00:30Z", func(o *Options) { o.MaxParallel, o.Progress = 2, endSignal{"b", bEnded} })
+	if o := outcome(t, rep, "a"); o.Action != ActionRan {
+		t.Fatalf("a: %+v", o)
+	}
+	if o := outcome(t, rep, "b"); o.Action != ActionRan {
+		t.Fatalf("b: %+v", o)
 	}
 }

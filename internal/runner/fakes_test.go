@@ -70,7 +70,7 @@ type fakeGit struct {
 	loose     gitops.Loose                 // what Loose reports
 	leftOut   map[string]bool              // files a sparse checkout left out: Drift skips them, as gitops does
 	fetched   map[string]map[string][]byte // the remote's files by the tip FetchBranch answered
-	fetchHook func() error                 // runs first in each FetchBranch; its error is the fetch's
+	fetchHook func(context.Context) error  // runs first in each RemoteTip; its error is the look's
 }
 
 func (g *fakeGit) Loose() gitops.Loose { return g.loose }
@@ -146,14 +146,21 @@ func (g *fakeGit) Sync(ctx context.Context) error {
 	return nil
 }
 
-// FetchBranch and Files read the remote's files as of the fetch, beside
-// the checkout (a cancel watch).
-func (g *fakeGit) FetchBranch(ctx context.Context, branch string) (string, error) {
+// RemoteTip names the remote's version, as a cancel watch asks it.
+func (g *fakeGit) RemoteTip(ctx context.Context, branch string) (string, error) {
 	if g.fetchHook != nil {
-		if err := g.fetchHook(); err != nil {
+		if err := g.fetchHook(ctx); err != nil {
 			return "", err
 		}
 	}
+	g.remote.mu.Lock()
+	defer g.remote.mu.Unlock()
+	return fmt.Sprintf("v%d", g.remote.version), nil
+}
+
+// FetchBranch and Files read the remote's files as of the fetch, beside
+// the checkout (a cancel watch).
+func (g *fakeGit) FetchBranch(ctx context.Context, branch string) (string, error) {
 	g.remote.mu.Lock()
 	defer g.remote.mu.Unlock()
 	if g.fetched == nil {
