@@ -17,6 +17,8 @@ import (
 	"github.com/astra-gitops/astra/internal/introspect"
 	"github.com/astra-gitops/astra/internal/model"
 	"github.com/astra-gitops/astra/internal/plan"
+	"github.com/astra-gitops/astra/internal/runner"
+	"github.com/astra-gitops/astra/internal/state"
 	"github.com/astra-gitops/astra/internal/ui"
 )
 
@@ -55,7 +57,7 @@ func (a *app) approvalsListCmd() *cobra.Command {
 }
 
 // runApprovalsList is `astra approvals list`.
-func (a *app) runApprovalsList(_ context.Context, _ approvalsListOptions) error {
+func (a *app) runApprovalsList(ctx context.Context, _ approvalsListOptions) error {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return err
@@ -82,6 +84,9 @@ func (a *app) runApprovalsList(_ context.Context, _ approvalsListOptions) error 
 	for i := range rows {
 		rows[i].Draft = ui.Clean(drafts[rows[i].Key]) // in --json too: it is the tool's text, shown
 	}
+	if err := a.readReviews(ctx, cfg, st, rows); err != nil {
+		return err
+	}
 	return printRows(a, rows, "no pending approvals", "SCHEDULE\tTIER\tSLOT\tSTATUS\tAGE\tEXPIRES\tPULL REQUEST\tWHY\tDRAFT", func(r introspect.Approval) string {
 		pr := r.URL
 		if pr == "" && r.PR != 0 {
@@ -90,8 +95,15 @@ func (a *app) runApprovalsList(_ context.Context, _ approvalsListOptions) error 
 		status := r.Status
 		if p := r.Progress(); p != "" {
 			status += " " + p
+			var who []string
 			if len(r.Approvers) > 0 {
-				status += " (" + strings.Join(r.Approvers, ", ") + ")"
+				who = append(who, strings.Join(r.Approvers, ", "))
+			}
+			if len(r.Reviewers) > 0 {
+				who = append(who, "reviewed: "+strings.Join(r.Reviewers, ", "))
+			}
+			if len(who) > 0 {
+				status += " (" + strings.Join(who, "; ") + ")"
 			}
 		} else if r.By != "" {
 			status += " by " + r.By
@@ -105,6 +117,29 @@ func (a *app) runApprovalsList(_ context.Context, _ approvalsListOptions) error 
 		}
 		return fmt.Sprintf("%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s", r.Name, r.Tier, fmtTime(r.Slot), status, r.Age, fmtTime(r.Expires), pr, r.Why, cmp.Or(draft, "-"))
 	})
+}
+
+// readReviews adds to each row whose approval needs several approvers and
+// waits on a pull request the role's approving reviews GitHub shows now.
+// GitHub not answering is a warning: the list shows what the ledger holds.
+func (a *app) readReviews(ctx context.Context, cfg *model.Config, st *state.State, rows []introspect.Approval) error {
+	fc, err := a.forgeClient()
+	if err != nil || fc == nil {
+		return err
+	}
+	r := runner.New(cfg, runner.Options{Clock: a.now}, nil, nil, fc)
+	for i := range rows {
+		if rows[i].Required < 2 || rows[i].PR == 0 {
+			continue
+		}
+		rv, err := r.PendingReviews(ctx, rows[i].ScheduleID, st)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "warning: %s: the reviews are left out: %s\n", rows[i].Name, a.redactor().String(err.Error()))
+			continue
+		}
+		rows[i].Reviewers = rv.Approvers
+	}
+	return nil
 }
 
 // oneLine puts text on one line of a table: its lines joined with " / ",

@@ -32,15 +32,19 @@ type Approval struct {
 	Token      bool      `json:"token_file"`
 	Required   int       `json:"approvals_required,omitempty"` // distinct approvers it needs, when more than one
 	Approvers  []string  `json:"approvers,omitempty"`          // who approved it so far, when it needs several
+	// Reviewers are the role's members whose review approves its pull
+	// request now, as GitHub answered at listing: they count once it is
+	// merged, when the merge reads them again.
+	Reviewers []string `json:"reviewers,omitempty"`
 }
 
-// Progress is how many of the approvers it needs approved it ("1/2"), or
-// "" when one is enough.
+// Progress is how many of the approvers it needs approved it, signers
+// and approving reviews ("1/2"), or "" when one is enough.
 func (a Approval) Progress() string {
 	if a.Required < 2 {
 		return ""
 	}
-	return strconv.Itoa(len(a.Approvers)) + "/" + strconv.Itoa(a.Required)
+	return strconv.Itoa(len(a.Approvers)+len(a.Reviewers)) + "/" + strconv.Itoa(a.Required)
 }
 
 // Repository names where pull requests are linked: a server

@@ -128,7 +128,7 @@ func (s *session) merged(ctx context.Context, sc *model.Schedule, req *state.App
 		var t reviewTally
 		if len(approvers) < need {
 			var rc check
-			t, rc = s.reviewApprovers(ctx, sc, pr, func(login string) bool { return hasLogin(approvers, login) })
+			t, rc = s.r.reviewApprovers(ctx, sc, pr.Number, pr.HeadSHA, func(login string) bool { return hasLogin(approvers, login) })
 			if rc.outage != nil {
 				return s.unchecked(sc, req, rc.what, rc.outage)
 			}

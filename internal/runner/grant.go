@@ -127,7 +127,7 @@ func (s *session) recheckMerge(ctx context.Context, sc *model.Schedule, a *state
 		return c
 	}
 	// The reviewers the approval names must still approve through GitHub.
-	t, c := s.reviewApprovers(ctx, sc, pr, func(login string) bool { return strings.EqualFold(login, pr.MergedBy) })
+	t, c := s.r.reviewApprovers(ctx, sc, pr.Number, pr.HeadSHA, func(login string) bool { return strings.EqualFold(login, pr.MergedBy) })
 	if c.outage != nil {
 		return c
 	}

@@ -8,7 +8,9 @@ import (
 
 	"github.com/astra-gitops/astra/internal/forge"
 	"github.com/astra-gitops/astra/internal/identity"
+	"github.com/astra-gitops/astra/internal/ledger"
 	"github.com/astra-gitops/astra/internal/model"
+	"github.com/astra-gitops/astra/internal/state"
 )
 
 // Reviews as approvers (approvals_required: N through a pull request).
@@ -26,56 +28,89 @@ type reviewTally struct {
 	skipped   []string // whose reviews did not count, and why
 }
 
-// reviewApprovers reads pr's reviews and tallies them. counted reports
-// whether a login already counts (the merger, a signer): they are not
-// counted twice. An outage reading the reviews or a role is returned as
-// a check with outage set.
-func (s *session) reviewApprovers(ctx context.Context, sc *model.Schedule, pr forge.PR, counted func(string) bool) (reviewTally, check) {
+// reviewApprovers reads the reviews of pull request number, whose head
+// astra wrote is head, and tallies them. counted reports whether a login
+// already counts (the merger, a signer): they are not counted twice. An
+// outage reading the reviews or a role is returned as a check with outage
+// set.
+func (r *Runner) reviewApprovers(ctx context.Context, sc *model.Schedule, number int, head string, counted func(string) bool) (reviewTally, check) {
 	var t reviewTally
-	reviews, err := s.r.forge.PullRequestReviews(ctx, pr.Number)
+	reviews, err := r.forge.PullRequestReviews(ctx, number)
 	if err != nil {
-		return t, check{what: fmt.Sprintf("reading the reviews of pull request #%d", pr.Number), outage: err}
+		return t, check{what: fmt.Sprintf("reading the reviews of pull request #%d", number), outage: err}
 	}
 	latest := map[string]forge.Review{} // lower-cased login -> latest deciding review
 	var order []string
-	for _, r := range reviews {
-		switch r.State {
+	for _, rv := range reviews {
+		switch rv.State {
 		case "APPROVED", "CHANGES_REQUESTED", "DISMISSED":
 		default:
 			continue // COMMENTED and PENDING decide nothing
 		}
-		k := strings.ToLower(r.User)
+		k := strings.ToLower(rv.User)
 		if _, seen := latest[k]; !seen {
 			order = append(order, k)
 		}
-		latest[k] = r
+		latest[k] = rv
 	}
 	for _, k := range order {
-		r := latest[k]
+		rv := latest[k]
 		switch {
-		case r.User == "" || counted(r.User):
+		case rv.User == "" || counted(rv.User):
 			continue
-		case r.State == "CHANGES_REQUESTED":
-			t.skipped = append(t.skipped, r.User+" requested changes")
+		case rv.State == "CHANGES_REQUESTED":
+			t.skipped = append(t.skipped, rv.User+" requested changes")
 			continue
-		case r.State == "DISMISSED":
-			t.skipped = append(t.skipped, r.User+"'s review was dismissed")
+		case rv.State == "DISMISSED":
+			t.skipped = append(t.skipped, rv.User+"'s review was dismissed")
 			continue
-		case r.CommitID != pr.HeadSHA:
-			t.skipped = append(t.skipped, fmt.Sprintf("%s approved %.12s, not the head that was merged", r.User, r.CommitID))
+		case rv.CommitID != head:
+			t.skipped = append(t.skipped, fmt.Sprintf("%s approved %.12s, not the head astra wrote", rv.User, rv.CommitID))
 			continue
 		}
-		d := s.authorize(ctx, model.VerbApprove, identity.PullRequestIdentity(r.User), sc)
+		d := r.authorize(ctx, model.VerbApprove, identity.PullRequestIdentity(rv.User), sc)
 		switch {
 		case d.Undecided():
-			return t, check{what: fmt.Sprintf("checking whether %s, who approved pull request #%d, may approve", r.User, pr.Number), outage: d.Err}
+			return t, check{what: fmt.Sprintf("checking whether %s, who approved pull request #%d, may approve", rv.User, number), outage: d.Err}
 		case !d.Allowed:
-			t.skipped = append(t.skipped, fmt.Sprintf("%s may not approve (%s)", r.User, d.Reason))
+			t.skipped = append(t.skipped, fmt.Sprintf("%s may not approve (%s)", rv.User, d.Reason))
 			continue
 		}
-		t.approvers = append(t.approvers, r.User)
+		t.approvers = append(t.approvers, rv.User)
 	}
 	return t, check{}
+}
+
+// Reviews is how the reviews of an open approval pull request stand: the
+// approvers they add, as its merge would count them now, and whose
+// reviews do not count and why.
+type Reviews struct {
+	Approvers []string
+	Skipped   []string
+}
+
+// PendingReviews tallies the reviews of schedule id's open approval pull
+// request for `astra approvals list`; the zero Reviews when it has none or
+// GitHub is not configured. It records nothing: the merge counts them
+// again.
+func (r *Runner) PendingReviews(ctx context.Context, id string, st *state.State) (Reviews, error) {
+	sc, req := r.cfg.Schedule(id), st.Approvals[id]
+	if r.forge == nil || sc == nil || req == nil || req.PR == 0 || req.Status != ledger.StatusPending && req.Status != ledger.StatusPartial {
+		return Reviews{}, nil
+	}
+	head := req.Head
+	if head == "" { // requested by an older astra: the pull request's head
+		pr, err := r.forge.PullRequest(ctx, req.PR)
+		if err != nil {
+			return Reviews{}, err
+		}
+		head = pr.HeadSHA
+	}
+	t, c := r.reviewApprovers(ctx, sc, req.PR, head, func(login string) bool { return hasLogin(req.Approvers(), login) })
+	if c.outage != nil {
+		return Reviews{}, fmt.Errorf("%s: %w", c.what, c.outage)
+	}
+	return Reviews{Approvers: t.approvers, Skipped: t.skipped}, nil
 }
 
 // skippedNote is ", not counted: ..." for a message, or "".

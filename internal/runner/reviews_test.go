@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/astra-gitops/astra/internal/errkind"
 	"github.com/astra-gitops/astra/internal/forge"
@@ -70,7 +71,7 @@ func TestReviewsThatDoNotCount(t *testing.T) {
 		"of an earlier head": {func(f *fakeForge) {
 			f.review(1, "alice", "APPROVED")
 			f.reviews[1][0].CommitID = "0123456789abcdef" // astra pushed a new token since
-		}, "alice approved 0123456789ab, not the head that was merged"},
+		}, "alice approved 0123456789ab, not the head astra wrote"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := quorumEnv(t)
@@ -127,6 +128,34 @@ func TestReviewReadAgainAtUse(t *testing.T) {
 	}
 	if ev := e.lastEvent(ledger.ApprovalRefused); ev == nil || ev.Reason != reasonNotApprover || !strings.Contains(ev.Error, "review of pull request #1 by alice no longer counts") {
 		t.Fatalf("refusal: %+v", ev)
+	}
+}
+
+// approvals list's preview counts the reviews as the merge would: the
+// role's approving reviews of the head astra wrote; an outage is an
+// error for the caller to warn of, and a request without a pull request
+// has none.
+func TestPendingReviews(t *testing.T) {
+	e := quorumEnv(t)
+	e.forge.review(1, "alice", "APPROVED")
+	e.forge.review(1, "mallory", "APPROVED")
+	e.forge.review(1, "bob", "CHANGES_REQUESTED")
+	c := e.clone()
+	st, _, err := state.Replay(ledger.Open(c.dir, 0), time.Date(2026, 11, 22, 9, 5, 0, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.runner("2026-11-22T09:05:00Z")
+	rv, err := r.PendingReviews(context.Background(), "s", st)
+	if err != nil || strings.Join(rv.Approvers, ",") != "alice" || len(rv.Skipped) != 2 {
+		t.Fatalf("PendingReviews = %+v, %v", rv, err)
+	}
+	e.forge.reviewsErr = &forge.APIError{Op: "GET /repos/o/r/pulls/1/reviews", Status: 502, Message: "Bad Gateway"}
+	if _, err := r.PendingReviews(context.Background(), "s", st); err == nil || !strings.Contains(err.Error(), "reading the reviews of pull request #1") {
+		t.Fatalf("PendingReviews in an outage = %v", err)
+	}
+	if rv, err := r.PendingReviews(context.Background(), "w", st); err != nil || len(rv.Approvers) != 0 {
+		t.Fatalf("PendingReviews of a schedule with no request = %+v, %v", rv, err)
 	}
 }
 
