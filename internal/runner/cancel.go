@@ -268,8 +268,11 @@ func (s *session) peekCancel(ctx context.Context, peek cancelPeek, key, seen str
 	}
 	p := markerPath(key)
 	files, err := peek.Files(tip, p)
-	if err != nil || files[p] == nil {
-		return nil, tip, err
+	if err != nil {
+		return nil, "", err // read again next look
+	}
+	if files[p] == nil {
+		return nil, tip, nil
 	}
 	var m cancelMark
 	if err := json.Unmarshal(files[p], &m); err != nil {
