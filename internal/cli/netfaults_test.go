@@ -113,19 +113,8 @@ func TestRemoteFaultsThroughProxy(t *testing.T) {
 
 	run := func(now string) (int, string) {
 		t.Helper()
-		cmd := exec.Command("astra", "--repo", repo, "run-due", "--now", now, "--test-clock")
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + root, "TMPDIR=" + os.TempDir(), "SIDE=" + side,
-			"ASTRA_SANDBOX_WRITABLE=" + filepath.Dir(side), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull,
-			"ASTRA_GIT_TIMEOUT=5s", "ASTRA_GIT_BUDGET=12s"}
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatal(err)
-		}
-		t.Logf("run at %s:\n%s", now, out.String())
-		return cmd.ProcessState.ExitCode(), out.String()
+		return runDueProc(t, repo, now, "HOME="+root, "SIDE="+side,
+			"ASTRA_SANDBOX_WRITABLE="+filepath.Dir(side), "ASTRA_GIT_TIMEOUT=5s", "ASTRA_GIT_BUDGET=12s")
 	}
 	if code, _ := run("2026-11-22T00:00:30Z"); code != 0 {
 		t.Fatalf("first run exit %d", code)
@@ -195,20 +184,9 @@ func TestOutcomeSurvivesAStatelessRunner(t *testing.T) {
 		t.Helper()
 		repo := filepath.Join(t.TempDir(), "checkout")
 		gittest.Must(t, ".", "clone", "-q", url, repo)
-		cmd := exec.Command("astra", "--repo", repo, "run-due", "--now", now, "--test-clock")
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TMPDIR=" + os.TempDir(), "SIDE=" + side, "DOWN=" + down, "ARM=" + arm,
-			"ASTRA_SANDBOX_WRITABLE=" + dir, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull,
-			"ASTRA_GIT_TIMEOUT=3s", "ASTRA_GIT_BUDGET=8s",
-			"GITHUB_TOKEN=" + srv.BotToken, "GITHUB_REPOSITORY=" + srv.Repository(), "GITHUB_API_URL=" + srv.URL}
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if err != nil && !errors.As(err, &ee) {
-			t.Fatal(err)
-		}
-		t.Logf("run at %s:\n%s", now, out.String())
-		return cmd.ProcessState.ExitCode(), out.String()
+		return runDueProc(t, repo, now, "HOME="+dir, "SIDE="+side, "DOWN="+down, "ARM="+arm,
+			"ASTRA_SANDBOX_WRITABLE="+dir, "ASTRA_GIT_TIMEOUT=3s", "ASTRA_GIT_BUDGET=8s",
+			"GITHUB_TOKEN="+srv.BotToken, "GITHUB_REPOSITORY="+srv.Repository(), "GITHUB_API_URL="+srv.URL)
 	}
 	if code, _ := run("2026-11-22T00:00:30Z"); code != 0 {
 		t.Fatalf("first run exit %d", code)
@@ -257,4 +235,22 @@ func gitBlob(t *testing.T, gitDir, spec string) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// runDueProc runs astra run-due at now in repo as its own process, with
+// only env beside PATH, TMPDIR and a git without the machine's config, and
+// returns its exit code and output.
+func runDueProc(t *testing.T, repo, now string, env ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command("astra", "--repo", repo, "run-due", "--now", now, "--test-clock")
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + os.DevNull}, env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	t.Logf("run at %s:\n%s", now, out.String())
+	return cmd.ProcessState.ExitCode(), out.String()
 }
