@@ -37,9 +37,9 @@ func (r *Repo) FetchBranch(ctx context.Context, branch string) (string, error) {
 }
 
 // RemoteTip asks the remote for branch's tip without fetching (git
-// ls-remote): "" when the remote has no such branch. It reads and writes
-// nothing of the local repository, so it needs no lock against a commit
-// or push beside it.
+// ls-remote): "" when the remote has no such branch. Under a Watch
+// context it writes nothing of the Repo or the local repository, so it
+// needs no lock against a commit or push beside it.
 func (r *Repo) RemoteTip(ctx context.Context, branch string) (string, error) {
 	ref, err := branchRef(branch)
 	if err != nil {

@@ -28,6 +28,17 @@ const (
 // spent.
 var errBudget = errors.New("the run's time budget for the remote (git.budget) is spent")
 
+// watchKey marks a context as a background watch's (Watch).
+type watchKey struct{}
+
+// Watch marks ctx as that of a watch beside a running tool (the look for a
+// cancel): each of its calls to the remote is one attempt under
+// git.timeout, not drawn from the run's git.budget and adding no warning,
+// as the watch looks again at its next poll. Otherwise a long tool's
+// polls would spend the budget the run's own commit and push need, and
+// a watch would write the Repo's warnings beside a commit without its lock.
+func Watch(ctx context.Context) context.Context { return context.WithValue(ctx, watchKey{}, true) }
+
 // withRetry runs one call to the remote, op (for messages), under the
 // per-call timeout, and again after transient failures (HTTP 5xx, a
 // connection reset, a call that timed out; not a refused connection or
@@ -37,6 +48,11 @@ var errBudget = errors.New("the run's time budget for the remote (git.budget) is
 // the run (and the checkout's lock) for at most the budget beyond what
 // its tools take. Every call of a Repo draws on the same budget.
 func (r *Repo) withRetry(ctx context.Context, op string, call func(ctx context.Context) error) error {
+	if ctx.Value(watchKey{}) != nil {
+		cctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+		defer cancel()
+		return call(cctx)
+	}
 	start := time.Now()
 	defer func() { r.netSpent.Add(int64(time.Since(start))) }()
 	for attempt := 0; ; attempt++ {

@@ -109,3 +109,23 @@ func TestLostPushAnswer(t *testing.T) {
 		t.Fatalf("unpushed %d %v %v", n, known, err)
 	}
 }
+
+// A watch's calls (Watch: the look for a cancel beside a running tool)
+// are one attempt each, spend none of the run's budget and add no
+// warning: a long tool's polls leave the budget to the run's push, and a
+// watch writes nothing of the Repo beside a commit holding the lock.
+func TestWatchCallsSpendNoBudget(t *testing.T) {
+	r, _, _, srv := faultyClone(t, 10*time.Second, time.Minute)
+	ctx := Watch(context.Background())
+	srv.setFault(firstN(1, fail500))
+	if _, err := r.RemoteTip(ctx, "main"); err == nil {
+		t.Fatal("a watch's failed call was retried")
+	}
+	tip, err := r.RemoteTip(ctx, "main")
+	if err != nil || tip == "" {
+		t.Fatalf("RemoteTip = %q, %v", tip, err)
+	}
+	if spent, w := r.netSpent.Load(), r.Warnings(); spent != 0 || len(w) != 0 {
+		t.Fatalf("the watch spent %v of the budget and warned %q", time.Duration(spent), w)
+	}
+}

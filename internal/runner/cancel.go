@@ -207,7 +207,7 @@ func (s *session) watchCancel(ctx context.Context, t *task) (tctx context.Contex
 		return ctx, func() *cancelMark { return nil }
 	}
 	tctx, cancel := context.WithCancelCause(ctx)
-	wctx, quit := context.WithCancel(tctx)
+	wctx, quit := context.WithCancel(gitops.Watch(tctx))
 	var found *cancelMark
 	done := make(chan struct{})
 	go func() {
