@@ -330,7 +330,7 @@ func (s *session) retryGranted(ctx context.Context, t *task, g *state.Grant) (bo
 	case d.Undecided():
 		t.outcome.Action, t.outcome.Reason = ActionDeferred, "approval_unchecked"
 		t.outcome.Detail = fmt.Sprintf("whether %s, who approved the run, may still approve could not be told (%s); the retry waits for the next run", orUnknown(g.By), s.r.opts.Redact.String(d.Err.Error()))
-		s.report.Warnings = append(s.report.Warnings, t.sched.Name+": "+t.outcome.Detail)
+		s.infra(t.sched, fmt.Sprintf("checking whether %s, who approved the retried run, may still approve", orUnknown(g.By)), d.Err)
 		return false, nil
 	case !d.Allowed:
 		why := fmt.Sprintf("%s approved %s but may no longer approve %s (%s)", orUnknown(g.By), t.key, t.sched.Name, d.Reason)

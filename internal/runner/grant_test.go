@@ -128,6 +128,28 @@ func TestRetryNeedsTheApproverStillInRole(t *testing.T) {
 	}
 }
 
+// GitHub not answering whether the approver of a consumed approval is
+// still in the role is an outage: the retry waits, and the run ends as
+// one (exit 3), never 0.
+func TestRetryApproverCheckOutage(t *testing.T) {
+	e := approvalEnv(t, "")
+	failFirst(e)
+	e.cfg.Policies.Roles["founder"] = []string{"@octo/founders"}
+	e.forge.approvers["octocat"] = true
+	e.forge.merge(t, 1, "octocat", e.dir, "s")
+	e.runDue("2026-11-22T09:10:00Z")
+	e.forge.approverErr = errkind.Infraf("forge: check whether octocat is in @octo/founders: GitHub returned 503")
+	rep, err := e.runner("2026-11-22T09:11:00Z").RunDue(context.Background())
+	if o := outcome(t, rep, "s"); o.Action != ActionDeferred || !errors.Is(err, errkind.ErrInfra) {
+		t.Fatalf("s: %s %s; the run ends with %v", o.Action, o.Reason, err)
+	}
+	e.forge.approverErr = nil
+	e.runDue("2026-11-22T09:12:00Z")
+	if e.exec.runs("s") != 2 {
+		t.Fatalf("ran %d times once GitHub answered", e.exec.runs("s"))
+	}
+}
+
 // The payload is edited before the retry: it would not run what was
 // approved, so the slot goes to the dead letter, recorded with what
 // changed and who had approved; released, it asks for a new approval.
