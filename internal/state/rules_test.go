@@ -174,3 +174,16 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// A partial approval signed ahead, with nothing requested, keeps its
+// token's expiry: the next approver's signature, a run later, finds it.
+func TestPartialApprovalAheadKeepsItsExpiry(t *testing.T) {
+	slot := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	e := partial(ruleEvent(1, ledger.ApprovalApproved, "a", slot, "alice", ApprovalDetail{Via: ViaSignature, Signer: "SHA256:k", Required: 2}))
+	e.ExpiresAt = slot.Add(24 * time.Hour)
+	s := New(slot.Add(-8 * time.Hour))
+	s.Apply(e)
+	if a := s.Approvals["a"]; a == nil || a.Status != ledger.StatusPartial || !a.ExpiresAt.Equal(e.ExpiresAt) {
+		t.Fatalf("approval: %+v", a)
+	}
+}

@@ -835,7 +835,7 @@ func (s *State) approved(e *ledger.Event) {
 	a := s.Approvals[e.ScheduleID]
 	if a == nil || a.Key != e.IdempotencyKey {
 		a = &Approval{Key: e.IdempotencyKey, Slot: e.Slot, RequestedAt: e.TS, TraceID: e.TraceID, Mode: e.Mode, PayloadHash: e.PayloadHash,
-			Event: d.Event, Rollback: d.Rollback}
+			Event: d.Event, Rollback: d.Rollback, ExpiresAt: e.ExpiresAt}
 		s.Approvals[e.ScheduleID] = a
 		if e.Status == ledger.StatusPartial {
 			a.Status = ledger.StatusPartial
