@@ -28,10 +28,15 @@ const cancelDir = "var/cancel"
 
 // cancelMark is a marker's content: the run.cancelled it stands for.
 type cancelMark struct {
-	Key    string `json:"key"`
-	Seq    int64  `json:"seq"`
-	By     string `json:"by,omitempty"`
-	Reason string `json:"reason,omitempty"`
+	Key string `json:"key"`
+	// Attempt and ClaimedAt name the claim cancelled: a later run of the
+	// same key (a backfill) is another claim, which an old marker pushed
+	// back onto the branch does not stop.
+	Attempt   int       `json:"attempt"`
+	ClaimedAt time.Time `json:"claimed_at"`
+	Seq       int64     `json:"seq"`
+	By        string    `json:"by,omitempty"`
+	Reason    string    `json:"reason,omitempty"`
 	// Seal is the ledger key's signature of the rest, in a sealed ledger:
 	// a marker a writer pushed would stop a run in a person's name.
 	Seal string `json:"seal,omitempty"`
@@ -88,7 +93,7 @@ func (s *session) syncMarks() {
 	want := map[string][]byte{}
 	for key, o := range s.state().Open {
 		if c := o.Cancelled; c != nil {
-			data, err := s.signedMark(cancelMark{Key: key, Seq: c.Seq, By: c.By, Reason: c.Reason})
+			data, err := s.signedMark(cancelMark{Key: key, Attempt: o.Attempt, ClaimedAt: o.ClaimedAt, Seq: c.Seq, By: c.By, Reason: c.Reason})
 			if err != nil {
 				s.report.Warnings = append(s.report.Warnings, fmt.Sprintf("the cancel marker of %s could not be sealed (its runner will not see the cancel): %v", key, err))
 				continue
@@ -206,6 +211,13 @@ func (s *session) watchCancel(ctx context.Context, t *task) (tctx context.Contex
 	if every <= 0 || !ok || s.r.git == nil {
 		return ctx, func() *cancelMark { return nil }
 	}
+	s.mu.Lock()
+	o := s.state().Open[t.key]
+	s.mu.Unlock()
+	if o == nil {
+		return ctx, func() *cancelMark { return nil } // no claim recorded: nothing a cancel can name
+	}
+	claim := cancelMark{Key: t.key, Attempt: o.Attempt, ClaimedAt: o.ClaimedAt}
 	tctx, cancel := context.WithCancelCause(ctx)
 	wctx, quit := context.WithCancel(gitops.Watch(tctx))
 	var found *cancelMark
@@ -221,7 +233,7 @@ func (s *session) watchCancel(ctx context.Context, t *task) (tctx context.Contex
 				return
 			case <-tick.C:
 			}
-			m, tip, err := s.peekCancel(wctx, peek, t.key, seen)
+			m, tip, err := s.peekCancel(wctx, peek, claim, seen)
 			if tip != "" {
 				seen = tip
 			}
@@ -249,13 +261,13 @@ func (s *session) watchCancel(ctx context.Context, t *task) (tctx context.Contex
 	}
 }
 
-// peekCancel reads key's marker at the tip of astra's branch on the
-// remote; nil when there is none. It returns the tip it read, or "" when
+// peekCancel reads the marker of claim (its key, attempt and time) at the
+// tip of astra's branch on the remote; nil when there is none. It returns the tip it read, or "" when
 // it could not: a tip already read (seen) is not fetched again. Only the
 // fetch holds s.mu, as it moves the refs a commit or push of another
 // task's outcome uses; asking for the tip does not, so a remote that
 // hangs delays no other task's recording.
-func (s *session) peekCancel(ctx context.Context, peek cancelPeek, key, seen string) (*cancelMark, string, error) {
+func (s *session) peekCancel(ctx context.Context, peek cancelPeek, claim cancelMark, seen string) (*cancelMark, string, error) {
 	tip, err := peek.RemoteTip(ctx, s.r.git.Branch())
 	if err != nil || tip == "" || tip == seen {
 		return nil, "", err
@@ -266,7 +278,7 @@ func (s *session) peekCancel(ctx context.Context, peek cancelPeek, key, seen str
 	if err != nil || tip == "" {
 		return nil, "", err
 	}
-	p := markerPath(key)
+	p := markerPath(claim.Key)
 	files, err := peek.Files(tip, p)
 	if err != nil {
 		return nil, "", err // read again next look
@@ -278,11 +290,14 @@ func (s *session) peekCancel(ctx context.Context, peek cancelPeek, key, seen str
 	if err := json.Unmarshal(files[p], &m); err != nil {
 		return nil, tip, fmt.Errorf("reading the cancel marker %s: %w", p, err)
 	}
-	if m.Key != key {
+	if m.Key != claim.Key {
 		return nil, tip, nil
 	}
 	if err := s.checkMark(m); err != nil {
 		return nil, tip, err
+	}
+	if m.Attempt != claim.Attempt || !m.ClaimedAt.Equal(claim.ClaimedAt) {
+		return nil, tip, nil // another claim's: an earlier run of the key
 	}
 	return &m, tip, nil
 }

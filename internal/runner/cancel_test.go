@@ -170,7 +170,7 @@ func TestCancelledClaimPastItsDeadline(t *testing.T) {
 	e.remote.mu.Lock()
 	mark := string(e.remote.files[markerPath(key)])
 	e.remote.mu.Unlock()
-	if want := fmt.Sprintf(`{"key":%q,"seq":%d,"by":"octocat","reason":"wrong input"}`, key, seq); strings.TrimSpace(mark) != want {
+	if want := fmt.Sprintf(`{"key":%q,"attempt":1,"claimed_at":"2026-11-22T01:00:30Z","seq":%d,"by":"octocat","reason":"wrong input"}`, key, seq); strings.TrimSpace(mark) != want {
 		t.Errorf("the marker holds %q, want %s", mark, want)
 	}
 	if _, reason, _ := c.runner("2026-11-22T01:02:00Z").sessionTake(t, key); reason != "cancelled" {
@@ -350,5 +350,83 @@ func TestHangingLookBlocksNoOtherTask(t *testing.T) {
 	}
 	if o := outcome(t, rep, "b"); o.Action != ActionRan {
 		t.Fatalf("b: %+v", o)
+	}
+}
+
+// A sealed marker names the claim it cancelled: pushed back onto the
+// branch by a writer while a later run of the same key runs (a backfill
+// of the cancelled slot), it stops nothing.
+func TestOldCancelMarkerStopsNoLaterRun(t *testing.T) {
+	e := newEnv(t, hourly)
+	e.cancelPoll(time.Millisecond)
+	e.runDue("2026-11-22T00:00:30Z", sealedMarks)
+	const key = "h@2026-11-22T01:00:00Z"
+	started := make(chan struct{}, 2)
+	e.exec.running = func(ctx context.Context, req executor.Request) executor.Result {
+		started <- struct{}{}
+		<-ctx.Done()
+		return executor.Result{Status: executor.StatusFailed, Reason: executor.ReasonCanceled, Error: "killed"}
+	}
+	reps := make(chan *Report, 1)
+	go func() { reps <- e.runDue("2026-11-22T01:00:30Z", sealedMarks) }()
+	<-started
+	if _, _, err := e.clone().runner("2026-11-22T01:01:00Z", sealedMarks).Cancel(context.Background(), key, "wrong input", ownerIdentity()); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	e.remote.mu.Lock()
+	old := e.remote.files[markerPath(key)]
+	e.remote.mu.Unlock()
+	if o := outcome(t, <-reps, "h"); o.Reason != ledger.ReasonCancelled || len(old) == 0 {
+		t.Fatalf("the first run: %+v; marker %q", o, old)
+	}
+
+	// The slot is backfilled; while its tool runs, a writer pushes the old
+	// marker back, and the watcher looks three times since.
+	looks := make(chan struct{}, 1)
+	e.git.fetchHook = func(context.Context) error {
+		select {
+		case looks <- struct{}{}:
+		default:
+		}
+		return nil
+	}
+	release := make(chan struct{})
+	e.exec.running = func(ctx context.Context, req executor.Request) executor.Result {
+		started <- struct{}{}
+		select {
+		case <-ctx.Done():
+			return executor.Result{Status: executor.StatusFailed, Reason: executor.ReasonCanceled, Error: "killed"}
+		case <-release:
+			return executor.Result{Status: executor.StatusOK}
+		}
+	}
+	at, _ := time.Parse(time.RFC3339, "2026-11-22T01:00:00Z")
+	done := make(chan *Report, 1)
+	go func() {
+		rep, err := e.runner("2026-11-22T01:40:00Z", sealedMarks).Backfill(context.Background(), e.cfg.Schedule("h"), Backfill{From: at, To: at, Max: 1, Reason: "rerun"}, ownerIdentity())
+		if err != nil {
+			t.Error(err)
+		}
+		done <- rep
+	}()
+	<-started
+	e.remote.mu.Lock()
+	e.remote.files[markerPath(key)] = old
+	e.remote.version++
+	e.remote.mu.Unlock()
+	var rep *Report
+	for n := 0; n < 3 && rep == nil; {
+		select {
+		case <-looks:
+			n++
+		case rep = <-done: // the old marker stopped the backfill
+		}
+	}
+	close(release)
+	if rep == nil {
+		rep = <-done
+	}
+	if o := outcome(t, rep, "h"); o.Action != ActionRan {
+		t.Fatalf("the backfill: %s %s %s", o.Action, o.Reason, o.Detail)
 	}
 }
