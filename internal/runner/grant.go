@@ -308,7 +308,8 @@ func (s *session) checkCoProof(scheduleID string, a *state.Approval, who string)
 
 // retryGranted decides an automatic retry of a run that consumed an
 // approval: it may run (true), without a new approval, only while the
-// action is still the one approved and its approver may still approve.
+// action is still the one approved and its approvers (all of them, when
+// it needed several) may still approve.
 // Otherwise the slot goes to the dead letter, recorded with what changed:
 // a person may release it (`astra dead-letter retry`), and the released
 // retry then needs an approval of its own. When the approver's role cannot
@@ -323,27 +324,30 @@ func (s *session) retryGranted(ctx context.Context, t *task, g *state.Grant) (bo
 	}
 	if len(ch) > 0 {
 		why := fmt.Sprintf("the retry of %s would not run what %s approved: %s", t.key, orUnknown(g.By), strings.Join(ch, "; "))
-		return false, s.refuseRetry(t, g, reasonActionChanged, why)
+		return false, s.refuseRetry(t, g.By, reasonActionChanged, why)
 	}
-	d := s.authorize(ctx, model.VerbApprove, identity.Identity{Login: g.By, Verified: true}, t.sched)
-	switch {
-	case d.Undecided():
-		t.outcome.Action, t.outcome.Reason = ActionDeferred, "approval_unchecked"
-		t.outcome.Detail = fmt.Sprintf("whether %s, who approved the run, may still approve could not be told (%s); the retry waits for the next run", orUnknown(g.By), s.r.opts.Redact.String(d.Err.Error()))
-		s.infra(t.sched, fmt.Sprintf("checking whether %s, who approved the retried run, may still approve", orUnknown(g.By)), d.Err)
-		return false, nil
-	case !d.Allowed:
-		why := fmt.Sprintf("%s approved %s but may no longer approve %s (%s)", orUnknown(g.By), t.key, t.sched.Name, d.Reason)
-		return false, s.refuseRetry(t, g, reasonNotApprover, why)
+	for _, who := range foldIn([]string{g.By}, g.Approvers()...) {
+		d := s.authorize(ctx, model.VerbApprove, identity.Identity{Login: who, Verified: true}, t.sched)
+		switch {
+		case d.Undecided():
+			t.outcome.Action, t.outcome.Reason = ActionDeferred, "approval_unchecked"
+			t.outcome.Detail = fmt.Sprintf("whether %s, who approved the run, may still approve could not be told (%s); the retry waits for the next run", orUnknown(who), s.r.opts.Redact.String(d.Err.Error()))
+			s.infra(t.sched, fmt.Sprintf("checking whether %s, who approved the retried run, may still approve", orUnknown(who)), d.Err)
+			return false, nil
+		case !d.Allowed:
+			why := fmt.Sprintf("%s approved %s but may no longer approve %s (%s)", orUnknown(who), t.key, t.sched.Name, d.Reason)
+			return false, s.refuseRetry(t, who, reasonNotApprover, why)
+		}
 	}
 	return true, nil
 }
 
 // refuseRetry records why a retry may not run under the approval its
-// first attempt consumed, and sends its slot to the dead letter.
-func (s *session) refuseRetry(t *task, g *state.Grant, reason, why string) error {
+// first attempt consumed (by: the approver the refusal is about), and
+// sends its slot to the dead letter.
+func (s *session) refuseRetry(t *task, by, reason, why string) error {
 	ref := t.event(ledger.ApprovalRefused, ledger.StatusRefused)
-	ref.Reason, ref.By, ref.Error = reason, g.By, s.r.opts.Redact.String(why+"; nothing runs")
+	ref.Reason, ref.By, ref.Error = reason, by, s.r.opts.Redact.String(why+"; nothing runs")
 	dl := t.event(ledger.RunDeadLettered, ledger.StatusDeadLetter)
 	dl.Attempt, dl.Reason = max(t.attempt-1, 1), reason
 	dl.Error = s.r.opts.Redact.String(fmt.Sprintf("%s; not retried: release it with `astra dead-letter retry %s`, and it asks for a new approval", why, t.key))

@@ -131,6 +131,29 @@ func TestReviewReadAgainAtUse(t *testing.T) {
 	}
 }
 
+// A retry under an approval of several approvers runs only while each of
+// them may still approve: the reviewer who left the role is named in the
+// refusal, and the slot goes to the dead letter.
+func TestRetryNeedsEveryApproverStillInRole(t *testing.T) {
+	e := quorumEnv(t)
+	failFirst(e)
+	e.forge.review(1, "alice", "APPROVED")
+	e.forge.merge(t, 1, "octocat", e.dir, "s")
+	e.runDue("2026-11-22T09:10:00Z")
+	if e.exec.runs("s") != 1 {
+		t.Fatalf("ran %d times", e.exec.runs("s"))
+	}
+	e.cfg.Policies.Roles["founder"] = []string{"octocat", "bob"}
+	rep := e.runDue("2026-11-22T09:11:00Z")
+	ev := e.lastEvent(ledger.ApprovalRefused)
+	if e.exec.runs("s") != 1 || ev == nil || ev.Reason != reasonNotApprover || ev.By != "alice" || !strings.Contains(ev.Error, "alice approved") {
+		t.Fatalf("runs %d, refusal %+v", e.exec.runs("s"), ev)
+	}
+	if o := outcome(t, rep, "s"); !o.DeadLettered {
+		t.Fatalf("s: %+v", o)
+	}
+}
+
 // approvals list's preview counts the reviews as the merge would: the
 // role's approving reviews of the head astra wrote; an outage is an
 // error for the caller to warn of, and a request without a pull request

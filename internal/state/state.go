@@ -308,6 +308,18 @@ func (q *Quorum) has(who string) bool {
 type Grant struct {
 	By     string          `json:"by"`
 	Action json.RawMessage `json:"action"`
+	// Quorum holds all who approved it when it needed several (By among
+	// them; no proofs): each must still be an approver for a retry to run
+	// under it.
+	Quorum *Quorum `json:"quorum,omitempty"`
+}
+
+// Approvers are all who approved g when it needed several, else none.
+func (g *Grant) Approvers() []string {
+	if g.Quorum == nil {
+		return nil
+	}
+	return g.Quorum.Approvers
 }
 
 // How an approval was given (Approval.Via).
@@ -808,6 +820,10 @@ func (s *State) applyApproval(e *ledger.Event) {
 			delete(s.Approvals, e.ScheduleID)
 		}
 	case ledger.ApprovalConsumed:
+		var quorum *Quorum
+		if a := s.Approvals[e.ScheduleID]; a != nil && a.Key == e.IdempotencyKey && a.Quorum != nil {
+			quorum = &Quorum{Required: a.Quorum.Required, Approvers: a.Quorum.Approvers}
+		}
 		delete(s.Approvals, e.ScheduleID)
 		d := detailOf(e)
 		if d.Token != "" {
@@ -815,7 +831,7 @@ func (s *State) applyApproval(e *ledger.Event) {
 		}
 		if len(d.Action) > 0 && !d.Rollback {
 			// Its retries run only while the action is still this one.
-			s.Granted[e.IdempotencyKey] = &Grant{By: e.By, Action: d.Action}
+			s.Granted[e.IdempotencyKey] = &Grant{By: e.By, Action: d.Action, Quorum: quorum}
 		}
 	case ledger.ApprovalRefused, ledger.ApprovalIgnored:
 		d := detailOf(e)
