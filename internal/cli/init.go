@@ -220,27 +220,34 @@ func (a *app) printInit(res scaffold.Result, dryRun bool) {
 	}
 }
 
-// checkInit validates the setup init is about to write, staged in a
-// directory of its own: nothing is written when it has more errors than the
-// repository has now (a repository with its own broken configuration still
-// gets its workflows).
-func (a *app) checkInit(staged string) error {
-	_, after, err := config.Load(staged)
+// checkInit validates the setup init is about to write (after), staged in
+// a directory of its own: nothing is written when it has more errors than
+// the configuration there is now, staged alike (before), so a repository
+// with its own broken configuration still gets its workflows. The errors
+// shown are those init's files add.
+func (a *app) checkInit(before, after string) error {
+	_, got, err := config.Load(after)
 	if err != nil {
 		return err
 	}
-	if after.Errors() == 0 {
+	if got.Errors() == 0 {
 		return nil
 	}
-	if _, before, err := config.Load(a.repo()); err == nil && after.Errors() <= before.Errors() {
-		return nil
+	had := map[string]bool{}
+	if _, was, err := config.Load(before); err == nil {
+		if got.Errors() <= was.Errors() {
+			return nil
+		}
+		for _, d := range was {
+			had[d.String()] = true
+		}
 	}
-	for _, d := range after {
-		if d.Severity == diag.Error {
+	for _, d := range got {
+		if d.Severity == diag.Error && !had[d.String()] {
 			fmt.Fprintln(a.stderr, d)
 		}
 	}
-	return errkind.Usagef("the setup init would write does not validate (%s); nothing was written", count(after.Errors(), "error"))
+	return errkind.Usagef("the setup init would write does not validate (%s); nothing was written", count(got.Errors(), "error"))
 }
 
 // permitInitForce checks that whoever replaces an existing setup with

@@ -71,10 +71,13 @@ type Options struct {
 	// Environment is the GitHub environment the workflows' jobs take the
 	// ledger key from (trust.environment); "" is model's default, astra.
 	Environment string
-	// Check validates the setup init is about to write, staged in a
-	// directory of its own (the repository's schedules/ and policies/ with
-	// init's files over them), before anything is written; nil checks nothing.
-	Check func(staged string) error
+	// Check validates the setup init is about to write before anything is
+	// written: after is it staged in a directory of its own (the
+	// repository's schedules/ and policies/ with init's files over them),
+	// before the same copies without init's files, so the two miss the
+	// same files the configuration names elsewhere in the repository (a
+	// calendar, an input schema). nil checks nothing.
+	Check func(before, after string) error
 }
 
 // NewSuffix is what --force appends to the name of a file the user
@@ -215,14 +218,10 @@ func Init(root string, opts Options) (Result, error) {
 }
 
 // check stages the configuration init would leave (the repository's
-// schedules/ and policies/, init's files over them) in a directory of its
-// own and runs fn on it: a setup that does not validate is never written.
-func check(root string, writes []write, fn func(string) error) error {
-	staged, err := os.MkdirTemp("", "astra-init-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(staged)
+// schedules/ and policies/, init's files over them) and the one there is
+// now, each in a directory of its own, and runs fn on them: a setup that
+// does not validate is never written.
+func check(root string, writes []write, fn func(before, after string) error) error {
 	var copies []write
 	for _, dir := range []string{"schedules", "policies"} {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
@@ -241,10 +240,19 @@ func check(root string, writes []write, fn func(string) error) error {
 			return err
 		}
 	}
-	if err := writeAll(staged, append(copies, writes...)); err != nil {
-		return err
+	var staged [2]string
+	for i, files := range [][]write{copies, append(copies, writes...)} {
+		dir, err := os.MkdirTemp("", "astra-init-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if err := writeAll(dir, files); err != nil {
+			return err
+		}
+		staged[i] = dir
 	}
-	return fn(staged)
+	return fn(staged[0], staged[1])
 }
 
 // write is one file Init writes.

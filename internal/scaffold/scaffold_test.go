@@ -349,7 +349,7 @@ func TestInitListsTheApproversSigningKey(t *testing.T) {
 func TestInitChecksBeforeWriting(t *testing.T) {
 	root := t.TempDir()
 	var seen []string
-	refuse := func(staged string) error {
+	refuse := func(_, staged string) error {
 		for _, f := range []string{"schedules/example.yaml", "policies/approvals.yaml"} {
 			if _, err := os.Stat(filepath.Join(staged, f)); err == nil {
 				seen = append(seen, f)
