@@ -392,8 +392,9 @@ var refRE = regexp.MustCompile(`astra-gitops/astra@\S+`)
 
 // astraOwned reports whether old, the content of scaffold file rel in the
 // repository, is one astra wrote and the user did not change: a rendering
-// of rel by some version of astra (the cron or the fan-out workflow, any
-// action pin). Only such a file --force replaces.
+// of rel by this astra (the cron or the fan-out workflow, any action pin;
+// an older template differs and is kept as the user's). Only such a file
+// --force replaces.
 func astraOwned(rel string, old []byte) bool {
 	var variants [][]byte
 	if data, err := files.ReadFile("files/" + rel); err == nil {
