@@ -36,7 +36,9 @@ func StatusOf(cfg *model.Config, st *state.State) Status {
 	s := Status{Now: st.Now, LastTick: st.LastTick, DeadLetters: len(st.DeadLetters), Paused: BudgetReport(cfg, st).Global.Paused(),
 		Stopped: st.Stopped}
 	for _, a := range st.Approvals {
-		if a.Status == ledger.StatusPending {
+		// partial: some of the approvers it needs signed ahead of the
+		// slot; it waits for the others.
+		if a.Status == ledger.StatusPending || a.Status == ledger.StatusPartial {
 			s.Approvals++
 		}
 	}

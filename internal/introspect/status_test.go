@@ -20,9 +20,11 @@ func TestStatusLastTick(t *testing.T) {
 	st.Apply(&ledger.Event{Event: ledger.Tick, TS: now.Add(-12 * time.Minute), Status: ledger.StatusFailed, Runner: "ci-1", Detail: []byte(`{"ran":2,"failed":1}`)})
 	st.Apply(&ledger.Event{Event: ledger.ApprovalRequested, ScheduleID: "s", IdempotencyKey: "s@1", TS: now.Add(-time.Hour), ExpiresAt: now.Add(time.Hour)})
 	st.Apply(&ledger.Event{Event: ledger.RunDeadLettered, ScheduleID: "d", IdempotencyKey: "d@1", TS: now.Add(-time.Hour)})
+	st.Apply(&ledger.Event{Event: ledger.ApprovalApproved, Status: ledger.StatusPartial, ScheduleID: "p", IdempotencyKey: "p@1", By: "octocat",
+		TS: now.Add(-time.Hour), ExpiresAt: now.Add(time.Hour), Detail: []byte(`{"via":"signature","required":2}`)})
 	s := StatusOf(cfg, st)
 	if s.LastTick == nil || s.LastTick.Status != ledger.StatusFailed || s.LastTick.Ran != 2 || s.LastTick.Failed != 1 || s.LastTick.Runner != "ci-1" ||
-		s.TickAgo != "12 minutes ago" || s.Stale || s.Approvals != 1 || s.DeadLetters != 1 {
+		s.TickAgo != "12 minutes ago" || s.Stale || s.Approvals != 2 || s.DeadLetters != 1 {
 		t.Fatalf("%+v %+v", s, s.LastTick)
 	}
 	st.Now = now.Add(2 * time.Hour)
