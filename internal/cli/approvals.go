@@ -84,9 +84,7 @@ func (a *app) runApprovalsList(ctx context.Context, _ approvalsListOptions) erro
 	for i := range rows {
 		rows[i].Draft = ui.Clean(drafts[rows[i].Key]) // in --json too: it is the tool's text, shown
 	}
-	if err := a.readReviews(ctx, cfg, st, rows); err != nil {
-		return err
-	}
+	a.readReviews(ctx, cfg, st, rows)
 	return printRows(a, rows, "no pending approvals", "SCHEDULE\tTIER\tSLOT\tSTATUS\tAGE\tEXPIRES\tPULL REQUEST\tWHY\tDRAFT", func(r introspect.Approval) string {
 		pr := r.URL
 		if pr == "" && r.PR != 0 {
@@ -121,16 +119,24 @@ func (a *app) runApprovalsList(ctx context.Context, _ approvalsListOptions) erro
 
 // readReviews adds to each row whose approval needs several approvers and
 // waits on a pull request the role's approving reviews GitHub shows now.
-// GitHub not answering is a warning: the list shows what the ledger holds.
-func (a *app) readReviews(ctx context.Context, cfg *model.Config, st *state.State, rows []introspect.Approval) error {
-	fc, err := a.forgeClient()
-	if err != nil || fc == nil {
-		return err
-	}
-	r := runner.New(cfg, runner.Options{Clock: a.now}, nil, nil, fc)
+// GitHub not answering (or not configured right) is a warning: the list
+// shows what the ledger holds.
+func (a *app) readReviews(ctx context.Context, cfg *model.Config, st *state.State, rows []introspect.Approval) {
+	var r *runner.Runner
 	for i := range rows {
 		if rows[i].Required < 2 || rows[i].PR == 0 {
 			continue
+		}
+		if r == nil {
+			fc, err := a.forgeClient()
+			if err != nil {
+				fmt.Fprintf(a.stderr, "warning: the reviews of approval pull requests are left out: %s\n", a.redactor().String(err.Error()))
+				return
+			}
+			if fc == nil {
+				return
+			}
+			r = runner.New(cfg, runner.Options{Clock: a.now}, nil, nil, fc)
 		}
 		rv, err := r.PendingReviews(ctx, rows[i].ScheduleID, st)
 		if err != nil {
@@ -139,7 +145,6 @@ func (a *app) readReviews(ctx context.Context, cfg *model.Config, st *state.Stat
 		}
 		rows[i].Reviewers = rv.Approvers
 	}
-	return nil
 }
 
 // oneLine puts text on one line of a table: its lines joined with " / ",

@@ -140,7 +140,7 @@ func (a *app) printScheduleView(v scheduleView) error {
 		line("pending approvals", "none")
 	}
 	for _, ap := range v.Approvals {
-		line("pending approval", "slot %s, %s, expires %s %s", fmtTime(ap.Slot), ap.Status, fmtTime(ap.Expires), cmp.Or(ap.URL, ""))
+		line("pending approval", "slot %s, %s, expires %s %s", fmtTime(ap.Slot), ap.Status, fmtTime(ap.Expires), ap.URL)
 	}
 	return tw.Flush()
 }
