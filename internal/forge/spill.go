@@ -15,12 +15,14 @@ import (
 // parentless commit holding files (slash paths to contents) with message,
 // through GitHub's git data API: blobs, a tree, a commit, a ref. It is
 // the second way out for work a run could not push over git (a spill):
-// the API is another service than git's smart HTTP, and its calls are
+// the API is another service than git's smart HTTP. Blobs and trees are
 // content-addressed, so a retry after a lost answer makes the same
-// objects. A branch that already exists at the same commit is success;
-// at another, an error (the names are unique).
+// objects; a retried commit (GitHub dates it) may be another one, left
+// unreferenced, as the ref names the commit whose answer arrived. A branch
+// that already exists at the same commit is success; at another, an error
+// (the names are unique).
 func (c *Client) CreateBranchWithFiles(ctx context.Context, branch string, files map[string][]byte, message string) (commit string, err error) {
-	post := retryablePOST(ctx) // blobs, trees and commits are named by their content
+	post := retryablePOST(ctx) // a repeated POST makes the same object, or an unreferenced one
 	var entries []*github.TreeEntry
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		b, _, err := c.gh.Git.CreateBlob(post, c.owner, c.repo, &github.Blob{
