@@ -53,3 +53,29 @@ func TestSpillSealCoversItsWrites(t *testing.T) {
 		t.Error("a spill renamed was merged")
 	}
 }
+
+// A spill an earlier astra sealed (its events alone, the seal over their
+// bytes) is merged when it holds nothing else; with tool writes beside
+// them, which that seal does not cover, it is refused.
+func TestSpillSealedByAnEarlierAstra(t *testing.T) {
+	mac := func(name string, body []byte) []byte {
+		return fmt.Appendf(nil, "%x", sha256.Sum256(append([]byte(name+"\n"), body...)))
+	}
+	s := &session{r: &Runner{opts: Options{
+		VerifySpill: func(name string, body, sig []byte) error {
+			if string(sig) != string(mac(name, body)) {
+				return errors.New("bad seal")
+			}
+			return nil
+		},
+	}}}
+	events := []byte(`{"seq":1,"event":"run.completed","status":"ok","prev":""}` + "\n")
+	old := map[string][]byte{spillEventsFile: events, spillSealFile: mac("r-1", events)}
+	if why := s.spillProblem("r-1", old); why != "" {
+		t.Fatalf("an earlier astra's spill was refused: %s", why)
+	}
+	old[writesPrefix+"deploy.sh"] = []byte("evil\n")
+	if why := s.spillProblem("r-1", old); why == "" {
+		t.Fatal("a write beside an earlier astra's sealed events was merged")
+	}
+}
